@@ -1,0 +1,192 @@
+/* core: what every other module stands on.
+ *
+ * - status codes (FG_OK and the FG_E* failures every function returns),
+ * - the fg_x* allocation family (out of memory aborts, so call sites carry no NULL checks),
+ * - fg_buf_t, a bounded growable byte buffer,
+ * - the fg_parse_* family (the only way fleetgate turns text into numbers),
+ * - JSON helpers (bounded, duplicate-rejecting loads of untrusted input),
+ * - logging (one JSON line per event, with the request id when there is one),
+ * - the metrics registry (Prometheus text exposition),
+ * - configuration (one table of keys; see src/core/config.c).
+ */
+#ifndef FLEETGATE_CORE_H
+#define FLEETGATE_CORE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <jansson.h>
+
+#define FG_VERSION "0.1.0"
+
+/* ---- status codes ------------------------------------------------------ */
+
+/* Every fallible function returns one of these; results go through out-parameters. */
+enum {
+    FG_OK = 0,
+    FG_ERR = -1,      /* generic failure; the detail was logged or written to an error buffer */
+    FG_EINVAL = -2,   /* input does not satisfy the documented rules */
+    FG_ENOENT = -3,   /* the thing looked up is absent */
+    FG_ETOOBIG = -4,  /* a bound was hit (buffer, body, depth) */
+    FG_EIO = -5,      /* a system call or a peer failed */
+    FG_ETIMEOUT = -6, /* a deadline passed */
+};
+
+/* ---- memory ------------------------------------------------------------ */
+
+/* Allocate or abort: out of memory is not a recoverable condition for a gateway. */
+void *fg_xmalloc(size_t size);
+void *fg_xcalloc(size_t nmemb, size_t size);
+void *fg_xrealloc(void *ptr, size_t size);
+char *fg_xstrdup(const char *s);
+char *fg_xstrndup(const char *s, size_t n);
+/* printf into a new string; the caller frees it. */
+char *fg_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- bounded buffer ---------------------------------------------------- */
+
+/* A growable byte buffer that never grows past `max`. Always NUL-terminated after a
+ * successful append, so `data` can be read as a C string when only text was appended. */
+typedef struct {
+    char *data;
+    size_t len;
+    size_t cap;
+    size_t max;
+} fg_buf_t;
+
+void fg_buf_init(fg_buf_t *b, size_t max);
+/* Returns FG_OK, or FG_ETOOBIG (buffer unchanged) when len + n would exceed max. */
+int fg_buf_append(fg_buf_t *b, const void *data, size_t n);
+int fg_buf_appendf(fg_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int fg_buf_vappendf(fg_buf_t *b, const char *fmt, va_list ap);
+/* Appends s as the inside of a JSON string (quotes not included), escaping as RFC 8259 asks. */
+int fg_buf_append_json_escaped(fg_buf_t *b, const char *s, size_t n);
+void fg_buf_reset(fg_buf_t *b);
+/* Hands the bytes to the caller (who frees them with free()) and leaves b empty. */
+char *fg_buf_steal(fg_buf_t *b, size_t *len_out);
+void fg_buf_free(fg_buf_t *b);
+
+/* ---- parsing ----------------------------------------------------------- */
+
+/* Parse a whole decimal integer in [min, max]. No sign for unsigned use, no spaces, no
+ * trailing garbage. FG_OK and *out set, or FG_EINVAL (not a number) / FG_ETOOBIG (range). */
+int fg_parse_int64(const char *s, size_t len, int64_t min, int64_t max, int64_t *out);
+/* "host:port" or "[v6]:port" into host (a new string the caller frees) and port. */
+int fg_parse_hostport(const char *s, char **host_out, uint16_t *port_out);
+/* DNS-1123 label: lowercase alnum and '-', starts and ends alnum, 1..63 chars. */
+bool fg_is_dns1123_label(const char *s, size_t len);
+
+/* ---- JSON -------------------------------------------------------------- */
+
+#define FG_JSON_MAX_DEPTH 64
+
+/* Load untrusted JSON: duplicate keys refused, nesting deeper than FG_JSON_MAX_DEPTH refused.
+ * On failure returns FG_EINVAL and writes "line L, column C: why" into err (may be NULL).
+ * On success *out is a new reference the caller releases with json_decref. */
+int fg_json_load(const char *data, size_t len, json_t **out, char *err, size_t errlen);
+/* Serialise compactly; the caller frees the string. Never fails (aborts on OOM). */
+char *fg_json_dumps(const json_t *j, size_t *len_out);
+
+/* ---- logging ----------------------------------------------------------- */
+
+typedef enum { FG_LOG_DEBUG = 0, FG_LOG_INFO, FG_LOG_WARN, FG_LOG_ERROR } fg_log_level_t;
+
+void fg_log_set_level(fg_log_level_t level);
+int fg_log_level_parse(const char *s, fg_log_level_t *out);
+bool fg_log_enabled(fg_log_level_t level);
+/* One JSON line on stderr: {"ts","level","msg"[,"requestId"]}. request_id may be NULL. */
+void fg_log(fg_log_level_t level, const char *request_id, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Writes a prepared JSON object as one line (used by the access log); steals nothing. */
+void fg_log_json(const json_t *line);
+
+#define FG_LOG(level, rid, ...)                                                                    \
+    do {                                                                                           \
+        if (fg_log_enabled(level))                                                                 \
+            fg_log(level, rid, __VA_ARGS__);                                                       \
+    } while (0)
+
+/* ---- time -------------------------------------------------------------- */
+
+/* Monotonic clock in nanoseconds (for durations), and wall clock in milliseconds. */
+uint64_t fg_now_ns(void);
+int64_t fg_wall_ms(void);
+/* Fills buf with an RFC 3339 UTC timestamp with milliseconds ("2026-11-22T15:04:05.123Z"). */
+void fg_format_time_ms(int64_t wall_ms, char *buf, size_t buflen);
+
+/* ---- randomness -------------------------------------------------------- */
+
+/* Fills buf with bytes from the kernel's CSPRNG; returns FG_OK or FG_EIO. */
+int fg_random_bytes(void *buf, size_t len);
+
+/* ---- metrics ----------------------------------------------------------- */
+
+/* A registry of metric families. Series are created on first use with their label values;
+ * all calls are thread-safe. Label values are copied. */
+typedef struct fg_metric fg_metric_t;
+
+typedef enum { FG_METRIC_COUNTER, FG_METRIC_GAUGE, FG_METRIC_HISTOGRAM } fg_metric_type_t;
+
+/* Registers a family (at start-up, before threads). label_names is a NULL-terminated list
+ * (may be NULL for none). Histogram buckets are upper bounds in seconds, ascending. The
+ * registry owns the family; the returned pointer lives until fg_metrics_reset(). */
+fg_metric_t *fg_metrics_register(const char *name, const char *help, fg_metric_type_t type,
+                                 const char *const *label_names);
+/* label_values has as many entries as the family's label names. */
+void fg_metric_add(fg_metric_t *m, const char *const *label_values, double delta);
+void fg_metric_set(fg_metric_t *m, const char *const *label_values, double value);
+void fg_metric_observe(fg_metric_t *m, const char *const *label_values, double seconds);
+/* Renders every family in Prometheus text format 0.0.4 into b. */
+int fg_metrics_render(fg_buf_t *b);
+/* Frees every family (tests and shutdown). */
+void fg_metrics_reset(void);
+
+/* ---- configuration ----------------------------------------------------- */
+
+typedef struct {
+    char *name;   /* DNS-1123 label, unique */
+    char *region; /* free text, e.g. "us-east-1" */
+    char *zone;   /* free text, e.g. "us-east-1a" */
+    char *url;    /* API server base URL, http or https */
+    char *token_file;
+    char *client_cert_file;
+    char *client_key_file;
+    char *ca_file;
+    bool insecure_skip_tls_verify;
+} fg_cluster_conf_t;
+
+typedef struct {
+    char *listen;      /* "HOST:PORT" as configured; split into the two fields below */
+    char *listen_host;
+    uint16_t listen_port;
+    int64_t workers;
+    int64_t max_body_bytes;
+    int64_t max_connections;
+    int64_t connection_timeout_s;
+    int64_t drain_timeout_s;
+    char *redis_url;
+    char *log_level;
+    bool access_log;
+    char *openapi_file;
+    char *docs_file;
+    fg_cluster_conf_t *clusters;
+    size_t nclusters;
+} fg_config_t;
+
+/* Loads and validates a configuration file. Returns FG_OK with *out set (free with
+ * fg_config_free), or FG_EINVAL with one problem per line in errs, each
+ * "PATH: KEY: what is wrong (got VALUE)". File values that are secrets are never echoed. */
+int fg_config_load(const char *path, fg_config_t **out, fg_buf_t *errs);
+/* The same, from a JSON text already in memory; `origin` names it in messages. */
+int fg_config_load_text(const char *origin, const char *text, size_t len, fg_config_t **out,
+                        fg_buf_t *errs);
+void fg_config_free(fg_config_t *c);
+
+/* ---- small file helpers ------------------------------------------------ */
+
+/* Reads a whole file of at most max bytes into a new NUL-terminated buffer. Returns FG_OK,
+ * FG_ENOENT (cannot open), FG_ETOOBIG, or FG_EIO. The caller frees *out. */
+int fg_read_file(const char *path, size_t max, char **out, size_t *len_out);
+
+#endif

@@ -1,0 +1,155 @@
+/* http: the HTTP server (libmicrohttpd), the route table and router, requests and responses.
+ *
+ * A route is a row: method, path pattern, handler, body kind and limit. The dispatcher does the
+ * generic checks (unknown path 404, wrong method 405 with Allow, body over its limit 413, a body
+ * that is not JSON 415, malformed JSON 400, draining 503) before a handler runs, so handlers only
+ * parse their parameters, act and reply. Every error leaves as application/problem+json through
+ * fg_reply_problem(), whose kinds are one append-only table.
+ *
+ * Only src/http/ includes microhttpd.h.
+ */
+#ifndef FLEETGATE_HTTP_H
+#define FLEETGATE_HTTP_H
+
+#include "fleetgate/core.h"
+
+typedef struct fg_req fg_req_t;
+typedef struct fg_http_server fg_http_server_t;
+typedef struct fg_router fg_router_t;
+
+/* A handler replies exactly once (fg_reply_*) and returns FG_OK; any other return, or no reply,
+ * becomes a 500 problem. */
+typedef int (*fg_handler_fn)(fg_req_t *req);
+
+typedef enum {
+    FG_BODY_NONE = 0, /* no body expected; one that comes anyway is read and ignored */
+    FG_BODY_JSON,     /* a JSON body is parsed before the handler runs (fg_req_json) */
+} fg_body_kind_t;
+
+typedef struct {
+    const char *method;  /* "GET", "POST", ...; a GET route also answers HEAD */
+    const char *pattern; /* "/v1/projects/{project}/apps/{app}:scale" */
+    fg_handler_fn handler;
+    fg_body_kind_t body;
+    size_t body_limit; /* bytes; 0 means the server's max_body_bytes */
+} fg_route_t;
+
+/* ---- problem kinds: append-only, never renumbered ---------------------- */
+
+typedef enum {
+    FG_PROBLEM_BAD_REQUEST = 0,
+    FG_PROBLEM_MALFORMED_JSON,
+    FG_PROBLEM_NOT_FOUND,
+    FG_PROBLEM_METHOD_NOT_ALLOWED,
+    FG_PROBLEM_PAYLOAD_TOO_LARGE,
+    FG_PROBLEM_UNSUPPORTED_MEDIA_TYPE,
+    FG_PROBLEM_INVALID,
+    FG_PROBLEM_SHUTTING_DOWN,
+    FG_PROBLEM_NOT_READY,
+    FG_PROBLEM_INTERNAL,
+    FG_PROBLEM_ROUTE_NOT_FOUND,
+    FG_PROBLEM__COUNT
+} fg_problem_t;
+
+/* The row of a problem kind: HTTP status, type URI and title. */
+unsigned fg_problem_status(fg_problem_t kind);
+const char *fg_problem_type(fg_problem_t kind);
+const char *fg_problem_title(fg_problem_t kind);
+/* Builds the problem+json document (a new reference). detail may be NULL. */
+json_t *fg_problem_new(fg_problem_t kind, const char *detail, const char *request_id,
+                       const char *instance);
+
+/* ---- router ------------------------------------------------------------ */
+
+#define FG_ROUTE_MAX_PARAMS 8
+#define FG_ROUTE_MAX_SEGMENTS 16
+
+typedef struct {
+    const fg_route_t *route; /* set when the match succeeded */
+    size_t nparams;
+    const char *names[FG_ROUTE_MAX_PARAMS]; /* borrowed from the router */
+    char *values[FG_ROUTE_MAX_PARAMS];      /* owned by the match; fg_route_match_clear */
+    char allow[128];                        /* methods for this path, "GET, HEAD, POST" */
+} fg_route_match_t;
+
+/* Compiles a route table. FG_EINVAL (and a log line naming the pattern) on a bad pattern.
+ * The table is borrowed and must outlive the router. */
+int fg_router_new(fg_router_t **out, const fg_route_t *routes, size_t nroutes);
+void fg_router_free(fg_router_t *r);
+/* FG_OK: m->route and params set. FG_ENOENT: no route has this path. FG_EINVAL: the path
+ * exists with other methods, listed in m->allow. In every case call fg_route_match_clear. */
+int fg_router_match(const fg_router_t *r, const char *method, const char *path,
+                    fg_route_match_t *m);
+void fg_route_match_clear(fg_route_match_t *m);
+
+/* ---- the server -------------------------------------------------------- */
+
+typedef struct {
+    const char *host;
+    uint16_t port; /* 0 picks a free port; fg_http_server_port tells which */
+    unsigned workers;
+    size_t max_body_bytes;
+    unsigned max_connections;
+    unsigned connection_timeout_s;
+    bool access_log;
+    void *app; /* handed to handlers through fg_req_app */
+} fg_http_options_t;
+
+/* Creates and starts the server (listening when it returns FG_OK). Routes are borrowed.
+ * FG_EIO when the address cannot be bound (logged with the reason). */
+int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
+                         const fg_route_t *routes, size_t nroutes);
+uint16_t fg_http_server_port(const fg_http_server_t *s);
+/* Stops accepting connections; requests that arrive on open connections get 503. */
+void fg_http_server_begin_drain(fg_http_server_t *s);
+bool fg_http_server_draining(const fg_http_server_t *s);
+/* Requests received and not yet completed. */
+unsigned fg_http_server_in_flight(const fg_http_server_t *s);
+/* Stops the server, closing every connection, and frees it. NULL is fine. */
+void fg_http_server_free(fg_http_server_t *s);
+
+/* ---- requests ---------------------------------------------------------- */
+
+void *fg_req_app(const fg_req_t *req);
+const char *fg_req_id(const fg_req_t *req);
+const char *fg_req_method(const fg_req_t *req);
+const char *fg_req_path(const fg_req_t *req);
+/* The route pattern that matched, for logs and metrics ("unmatched" when none did). */
+const char *fg_req_route_name(const fg_req_t *req);
+bool fg_req_draining(const fg_req_t *req);
+/* Path parameter by name; NULL when the route has none by that name. Borrowed. */
+const char *fg_req_param(const fg_req_t *req, const char *name);
+/* Query argument and request header by name; NULL when absent. Borrowed from the connection. */
+const char *fg_req_query(const fg_req_t *req, const char *name);
+const char *fg_req_header(const fg_req_t *req, const char *name);
+/* The parsed body of a FG_BODY_JSON route. Borrowed: the request owns it. */
+json_t *fg_req_json(const fg_req_t *req);
+/* Registers fn(ptr) to run when the request is done (the request's cleanup list). */
+void fg_req_defer(fg_req_t *req, void (*fn)(void *), void *ptr);
+
+/* ---- replies: exactly one per request ---------------------------------- */
+
+/* Adds a header to the reply that will be sent (copied). */
+void fg_req_add_header(fg_req_t *req, const char *name, const char *value);
+/* Sends body as application/json. Steals the reference to body. */
+int fg_reply_json(fg_req_t *req, unsigned status, json_t *body);
+/* Sends bytes that stay valid for the server's lifetime (not copied). */
+int fg_reply_static(fg_req_t *req, unsigned status, const char *content_type, const void *data,
+                    size_t len);
+/* Sends a malloc'd buffer; the reply takes it and frees it. */
+int fg_reply_take(fg_req_t *req, unsigned status, const char *content_type, char *data,
+                  size_t len);
+/* Sends a problem+json reply of the given kind; detail is printf-formatted, may be NULL. */
+int fg_reply_problem(fg_req_t *req, fg_problem_t kind, const char *detail_fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- request ids ------------------------------------------------------- */
+
+#define FG_REQUEST_ID_MAX 64
+
+/* A client-supplied X-Request-Id is kept when 1..64 characters of [A-Za-z0-9._:-]. */
+bool fg_request_id_valid(const char *s);
+/* Writes a fresh 32-hex-digit id into out (at least 33 bytes). */
+void fg_request_id_generate(char *out);
+
+#endif

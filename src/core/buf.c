@@ -1,0 +1,107 @@
+/* core/buf.c: fg_buf_t, the bounded growable buffer every module builds text in.
+ * Like curl's dynbuf: a hard maximum is part of the buffer, so no input can grow one without
+ * bound, and an append that would pass it fails and leaves the buffer as it was. */
+#include "fleetgate/core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void fg_buf_init(fg_buf_t *b, size_t max) {
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+    b->max = max;
+}
+
+static int reserve(fg_buf_t *b, size_t extra) {
+    if (extra > b->max || b->len > b->max - extra)
+        return FG_ETOOBIG;
+    size_t need = b->len + extra + 1; /* room for the terminating NUL */
+    if (need <= b->cap)
+        return FG_OK;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need)
+        cap *= 2;
+    b->data = fg_xrealloc(b->data, cap);
+    b->cap = cap;
+    return FG_OK;
+}
+
+int fg_buf_append(fg_buf_t *b, const void *data, size_t n) {
+    if (reserve(b, n) != FG_OK)
+        return FG_ETOOBIG;
+    if (n > 0)
+        memcpy(b->data + b->len, data, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return FG_OK;
+}
+
+int fg_buf_vappendf(fg_buf_t *b, const char *fmt, va_list ap) {
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0)
+        return FG_EINVAL;
+    if (reserve(b, (size_t)n) != FG_OK)
+        return FG_ETOOBIG;
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+    return FG_OK;
+}
+
+int fg_buf_appendf(fg_buf_t *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = fg_buf_vappendf(b, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int fg_buf_append_json_escaped(fg_buf_t *b, const char *s, size_t n) {
+    size_t before = b->len;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        int rc;
+        if (c == '"' || c == '\\') {
+            char esc[2] = {'\\', (char)c};
+            rc = fg_buf_append(b, esc, 2);
+        } else if (c < 0x20) {
+            rc = fg_buf_appendf(b, "\\u%04x", c);
+        } else {
+            rc = fg_buf_append(b, &s[i], 1);
+        }
+        if (rc != FG_OK) {
+            b->len = before; /* all or nothing */
+            if (b->data)
+                b->data[before] = '\0';
+            return rc;
+        }
+    }
+    return FG_OK;
+}
+
+void fg_buf_reset(fg_buf_t *b) {
+    b->len = 0;
+    if (b->data)
+        b->data[0] = '\0';
+}
+
+char *fg_buf_steal(fg_buf_t *b, size_t *len_out) {
+    char *p = b->data ? b->data : fg_xstrdup("");
+    if (len_out)
+        *len_out = b->len;
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+    return p;
+}
+
+void fg_buf_free(fg_buf_t *b) {
+    free(b->data);
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+}

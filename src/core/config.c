@@ -1,0 +1,424 @@
+/* core/config.c: the configuration file, as one table of keys.
+ *
+ * Each row names a key, its type, default, range or validator, and the field it fills. Nested
+ * objects ("limits", "redis", "log") are sub-tables writing into the same fg_config_t; arrays of
+ * objects ("clusters") are sub-tables writing into freshly allocated elements. Every problem is
+ * collected (not just the first) as one line "ORIGIN: KEY: why (got VALUE)", so an operator
+ * fixes a file in one pass. Unknown keys are errors: a typo must not silently mean "default". */
+#include "fleetgate/core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CONFIG_MAX_BYTES (4u << 20)
+
+typedef enum { K_STRING, K_INT, K_BOOL, K_OBJECT, K_ARRAY } kind_t;
+
+/* A string validator returns NULL when the value is fine, or why it is not. */
+typedef const char *(*check_fn)(const char *value);
+
+struct table;
+
+typedef struct {
+    const char *name;
+    kind_t kind;
+    size_t offset; /* of the target field in the struct this table fills */
+    const char *def_string;
+    int64_t def_int, min, max; /* also the default of a bool (0/1) */
+    check_fn check;
+    const struct table *sub;  /* K_OBJECT: same struct; K_ARRAY: elements */
+    size_t count_offset;      /* K_ARRAY: where the element count goes */
+    bool required;
+} key_t_;
+
+typedef struct table {
+    const key_t_ *keys;
+    size_t nkeys;
+    size_t elem_size; /* for tables used as array elements */
+} table_t;
+
+/* ---- validators -------------------------------------------------------- */
+
+static const char *check_listen(const char *v) {
+    char *host = NULL;
+    uint16_t port;
+    if (fg_parse_hostport(v, &host, &port) != FG_OK)
+        return "not HOST:PORT with a port from 1 to 65535";
+    free(host);
+    return NULL;
+}
+
+static const char *check_http_url(const char *v) {
+    if (strncmp(v, "https://", 8) != 0 && strncmp(v, "http://", 7) != 0)
+        return "not an http(s) URL";
+    const char *host = strstr(v, "://") + 3;
+    if (*host == '\0' || *host == '/' || *host == ':')
+        return "not an http(s) URL: no host";
+    if (strpbrk(v, " \t\r\n?#") != NULL)
+        return "not an http(s) URL: spaces, a query or a fragment are not allowed";
+    return NULL;
+}
+
+static const char *check_redis_url(const char *v) {
+    if (strncmp(v, "unix://", 7) == 0)
+        return v[7] == '/' ? NULL : "a unix:// Redis URL needs an absolute socket path";
+    if (strncmp(v, "redis://", 8) != 0)
+        return "not a redis:// or unix:// URL";
+    const char *p = v + 8;
+    const char *at = strchr(p, '@');
+    if (at)
+        p = at + 1; /* credentials are allowed, never echoed */
+    const char *slash = strchr(p, '/');
+    char *hostport = fg_xstrndup(p, slash ? (size_t)(slash - p) : strlen(p));
+    char *host = NULL;
+    uint16_t port;
+    int rc = fg_parse_hostport(hostport, &host, &port);
+    free(hostport);
+    free(host);
+    if (rc != FG_OK)
+        return "not redis://HOST:PORT[/DB]";
+    if (slash) {
+        int64_t db;
+        if (fg_parse_int64(slash + 1, strlen(slash + 1), 0, 15, &db) != FG_OK)
+            return "the database after '/' must be a number from 0 to 15";
+    }
+    return NULL;
+}
+
+static const char *check_dns1123(const char *v) {
+    return fg_is_dns1123_label(v, strlen(v))
+               ? NULL
+               : "not a DNS-1123 label (lowercase letters, digits and '-', 1 to 63 characters, "
+                 "starting and ending with a letter or digit)";
+}
+
+static const char *check_readable(const char *v) {
+    return access(v, R_OK) == 0 ? NULL : "cannot read this file";
+}
+
+static const char *check_log_level(const char *v) {
+    fg_log_level_t l;
+    return fg_log_level_parse(v, &l) == FG_OK ? NULL : "must be one of debug, info, warn, error";
+}
+
+static const char *check_nonempty(const char *v) {
+    return *v ? NULL : "must not be empty";
+}
+
+/* ---- the tables -------------------------------------------------------- */
+
+#define CFG(f) offsetof(fg_config_t, f)
+#define CL(f) offsetof(fg_cluster_conf_t, f)
+
+static const key_t_ cluster_keys[] = {
+    {"name", K_STRING, CL(name), NULL, 0, 0, 0, check_dns1123, NULL, 0, true},
+    {"region", K_STRING, CL(region), "", 0, 0, 0, NULL, NULL, 0, false},
+    {"zone", K_STRING, CL(zone), NULL, 0, 0, 0, check_nonempty, NULL, 0, true},
+    {"url", K_STRING, CL(url), NULL, 0, 0, 0, check_http_url, NULL, 0, true},
+    {"token_file", K_STRING, CL(token_file), NULL, 0, 0, 0, check_readable, NULL, 0, false},
+    {"client_cert_file", K_STRING, CL(client_cert_file), NULL, 0, 0, 0, check_readable, NULL, 0,
+     false},
+    {"client_key_file", K_STRING, CL(client_key_file), NULL, 0, 0, 0, check_readable, NULL, 0,
+     false},
+    {"ca_file", K_STRING, CL(ca_file), NULL, 0, 0, 0, check_readable, NULL, 0, false},
+    {"insecure_skip_tls_verify", K_BOOL, CL(insecure_skip_tls_verify), NULL, 0, 0, 0, NULL, NULL,
+     0, false},
+};
+
+static const table_t cluster_table = {cluster_keys, sizeof cluster_keys / sizeof cluster_keys[0],
+                                      sizeof(fg_cluster_conf_t)};
+
+static const key_t_ limits_keys[] = {
+    {"max_body_bytes", K_INT, CFG(max_body_bytes), NULL, 1 << 20, 1, 64 << 20, NULL, NULL, 0, 0},
+    {"max_connections", K_INT, CFG(max_connections), NULL, 1024, 1, 100000, NULL, NULL, 0, 0},
+    {"connection_timeout_s", K_INT, CFG(connection_timeout_s), NULL, 30, 1, 3600, NULL, NULL, 0,
+     0},
+    {"drain_timeout_s", K_INT, CFG(drain_timeout_s), NULL, 10, 0, 600, NULL, NULL, 0, 0},
+};
+static const table_t limits_table = {limits_keys, sizeof limits_keys / sizeof limits_keys[0], 0};
+
+static const key_t_ redis_keys[] = {
+    {"url", K_STRING, CFG(redis_url), "redis://127.0.0.1:6379/0", 0, 0, 0, check_redis_url, NULL,
+     0, 0},
+};
+static const table_t redis_table = {redis_keys, sizeof redis_keys / sizeof redis_keys[0], 0};
+
+static const key_t_ log_keys[] = {
+    {"level", K_STRING, CFG(log_level), "info", 0, 0, 0, check_log_level, NULL, 0, 0},
+    {"access_log", K_BOOL, CFG(access_log), NULL, 1, 0, 0, NULL, NULL, 0, 0},
+};
+static const table_t log_table = {log_keys, sizeof log_keys / sizeof log_keys[0], 0};
+
+static const key_t_ top_keys[] = {
+    {"listen", K_STRING, CFG(listen), "127.0.0.1:8080", 0, 0, 0, check_listen, NULL, 0, 0},
+    {"workers", K_INT, CFG(workers), NULL, 4, 1, 256, NULL, NULL, 0, 0},
+    {"limits", K_OBJECT, 0, NULL, 0, 0, 0, NULL, &limits_table, 0, 0},
+    {"redis", K_OBJECT, 0, NULL, 0, 0, 0, NULL, &redis_table, 0, 0},
+    {"log", K_OBJECT, 0, NULL, 0, 0, 0, NULL, &log_table, 0, 0},
+    {"openapi_file", K_STRING, CFG(openapi_file), "api/openapi.yaml", 0, 0, 0, check_nonempty,
+     NULL, 0, 0},
+    {"docs_file", K_STRING, CFG(docs_file), "build/docs/index.html", 0, 0, 0, check_nonempty,
+     NULL, 0, 0},
+    {"clusters", K_ARRAY, CFG(clusters), NULL, 0, 0, 64, NULL, &cluster_table, CFG(nclusters), 0},
+};
+static const table_t top_table = {top_keys, sizeof top_keys / sizeof top_keys[0],
+                                  sizeof(fg_config_t)};
+
+/* ---- the walker -------------------------------------------------------- */
+
+typedef struct {
+    const char *origin;
+    fg_buf_t *errs;
+    int nerrs;
+} ctx_t;
+
+/* Appends "ORIGIN: PATH: why (got VALUE)"; the value is shown compact and cut at 60 bytes. */
+static void problem(ctx_t *c, const char *path, const char *why, const json_t *got) {
+    c->nerrs++;
+    fg_buf_appendf(c->errs, "%s: %s: %s", c->origin, path, why);
+    if (got) {
+        char *shown = fg_json_dumps(got, NULL);
+        if (strlen(shown) > 60)
+            fg_buf_appendf(c->errs, " (got %.57s...)", shown);
+        else
+            fg_buf_appendf(c->errs, " (got %s)", shown);
+        free(shown);
+    }
+    fg_buf_append(c->errs, "\n", 1);
+}
+
+static const char *kind_name(kind_t k) {
+    static const char *const names[] = {"a string", "an integer", "true or false", "an object",
+                                        "an array"};
+    return names[k];
+}
+
+static void apply_defaults(const table_t *t, char *base) {
+    for (size_t i = 0; i < t->nkeys; i++) {
+        const key_t_ *k = &t->keys[i];
+        switch (k->kind) {
+        case K_STRING:
+            *(char **)(base + k->offset) = k->def_string ? fg_xstrdup(k->def_string) : NULL;
+            break;
+        case K_INT:
+            *(int64_t *)(base + k->offset) = k->def_int;
+            break;
+        case K_BOOL:
+            *(bool *)(base + k->offset) = k->def_int != 0;
+            break;
+        case K_OBJECT:
+            apply_defaults(k->sub, base);
+            break;
+        case K_ARRAY:
+            break;
+        }
+    }
+}
+
+static void walk_object(ctx_t *c, const table_t *t, const json_t *obj, const char *prefix,
+                        char *base);
+
+static void set_value(ctx_t *c, const key_t_ *k, const json_t *v, const char *path, char *base) {
+    bool type_ok = (k->kind == K_STRING && json_is_string(v)) ||
+                   (k->kind == K_INT && json_is_integer(v)) ||
+                   (k->kind == K_BOOL && json_is_boolean(v)) ||
+                   (k->kind == K_OBJECT && json_is_object(v)) ||
+                   (k->kind == K_ARRAY && json_is_array(v));
+    if (!type_ok) {
+        char why[64];
+        snprintf(why, sizeof why, "must be %s", kind_name(k->kind));
+        problem(c, path, why, v);
+        return;
+    }
+    if (k->kind == K_STRING) {
+        const char *s = json_string_value(v);
+        if (strlen(s) != json_string_length(v)) {
+            problem(c, path, "must not contain NUL bytes", NULL);
+            return;
+        }
+        const char *why = k->check ? k->check(s) : NULL;
+        if (why) {
+            problem(c, path, why, v);
+            return;
+        }
+        char **field = (char **)(base + k->offset);
+        free(*field);
+        *field = fg_xstrdup(s);
+    } else if (k->kind == K_INT) {
+        json_int_t n = json_integer_value(v);
+        if (n < k->min || n > k->max) {
+            char why[96];
+            snprintf(why, sizeof why, "must be from %lld to %lld", (long long)k->min,
+                     (long long)k->max);
+            problem(c, path, why, v);
+            return;
+        }
+        *(int64_t *)(base + k->offset) = n;
+    } else if (k->kind == K_BOOL) {
+        *(bool *)(base + k->offset) = json_is_true(v);
+    } else if (k->kind == K_OBJECT) {
+        walk_object(c, k->sub, v, path, base);
+    } else {
+        size_t n = json_array_size(v);
+        if ((int64_t)n > k->max) {
+            char why[64];
+            snprintf(why, sizeof why, "at most %lld entries", (long long)k->max);
+            problem(c, path, why, NULL);
+            return;
+        }
+        char *elems = fg_xcalloc(n ? n : 1, k->sub->elem_size);
+        *(char **)(base + k->offset) = elems;
+        *(size_t *)(base + k->count_offset) = n;
+        for (size_t i = 0; i < n; i++) {
+            char ipath[256];
+            snprintf(ipath, sizeof ipath, "%s[%zu]", path, i);
+            char *elem = elems + i * k->sub->elem_size;
+            apply_defaults(k->sub, elem);
+            const json_t *e = json_array_get(v, i);
+            if (!json_is_object(e)) {
+                problem(c, ipath, "must be an object", e);
+                continue;
+            }
+            walk_object(c, k->sub, e, ipath, elem);
+        }
+    }
+}
+
+static void walk_object(ctx_t *c, const table_t *t, const json_t *obj, const char *prefix,
+                        char *base) {
+    const char *name;
+    json_t *v;
+    json_object_foreach((json_t *)obj, name, v) {
+        char path[256];
+        snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", name);
+        const key_t_ *k = NULL;
+        for (size_t i = 0; i < t->nkeys && k == NULL; i++) {
+            if (strcmp(t->keys[i].name, name) == 0)
+                k = &t->keys[i];
+        }
+        if (k == NULL) {
+            problem(c, path, "unknown key", NULL);
+            continue;
+        }
+        set_value(c, k, v, path, base);
+    }
+    for (size_t i = 0; i < t->nkeys; i++) {
+        if (t->keys[i].required && json_object_get(obj, t->keys[i].name) == NULL) {
+            char path[256];
+            snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", t->keys[i].name);
+            problem(c, path, "is required", NULL);
+        }
+    }
+}
+
+/* Rules that span keys. */
+static void check_clusters(ctx_t *c, const fg_config_t *cfg) {
+    for (size_t i = 0; i < cfg->nclusters; i++) {
+        const fg_cluster_conf_t *cl = &cfg->clusters[i];
+        char path[64];
+        for (size_t j = 0; j < i; j++) {
+            if (cl->name && cfg->clusters[j].name && strcmp(cl->name, cfg->clusters[j].name) == 0) {
+                json_t *shown = json_string(cl->name);
+                snprintf(path, sizeof path, "clusters[%zu].name", i);
+                problem(c, path, "duplicate cluster name", shown);
+                json_decref(shown);
+            }
+        }
+        if ((cl->client_cert_file == NULL) != (cl->client_key_file == NULL)) {
+            snprintf(path, sizeof path, "clusters[%zu].%s", i,
+                     cl->client_cert_file ? "client_key_file" : "client_cert_file");
+            problem(c, path, "client_cert_file and client_key_file go together", NULL);
+        }
+        bool plain = cl->url && strncmp(cl->url, "http://", 7) == 0;
+        if (plain && cl->token_file) {
+            snprintf(path, sizeof path, "clusters[%zu].token_file", i);
+            problem(c, path, "a bearer token is never sent over plain http; use an https url",
+                    NULL);
+        }
+        if (!plain && cl->url && cl->token_file == NULL && cl->client_cert_file == NULL) {
+            snprintf(path, sizeof path, "clusters[%zu]", i);
+            problem(c, path, "needs credentials: token_file or client_cert_file and client_key_file",
+                    NULL);
+        }
+    }
+}
+
+int fg_config_load_text(const char *origin, const char *text, size_t len, fg_config_t **out,
+                        fg_buf_t *errs) {
+    ctx_t c = {origin, errs, 0};
+    char jerr[256];
+    json_t *root = NULL;
+    fg_config_t *cfg = fg_xcalloc(1, sizeof *cfg);
+    apply_defaults(&top_table, (char *)cfg);
+
+    if (fg_json_load(text, len, &root, jerr, sizeof jerr) != FG_OK) {
+        fg_buf_appendf(errs, "%s: %s\n", origin, jerr);
+        c.nerrs++;
+        goto out;
+    }
+    if (!json_is_object(root)) {
+        fg_buf_appendf(errs, "%s: the configuration must be a JSON object\n", origin);
+        c.nerrs++;
+        goto out;
+    }
+    walk_object(&c, &top_table, root, "", (char *)cfg);
+    check_clusters(&c, cfg);
+    if (c.nerrs == 0 && fg_parse_hostport(cfg->listen, &cfg->listen_host, &cfg->listen_port) != FG_OK)
+        problem(&c, "listen", "not HOST:PORT", NULL);
+out:
+    json_decref(root);
+    if (c.nerrs > 0) {
+        fg_config_free(cfg);
+        return FG_EINVAL;
+    }
+    *out = cfg;
+    return FG_OK;
+}
+
+int fg_config_load(const char *path, fg_config_t **out, fg_buf_t *errs) {
+    char *text = NULL;
+    size_t len;
+    int rc = fg_read_file(path, CONFIG_MAX_BYTES, &text, &len);
+    if (rc == FG_ENOENT) {
+        fg_buf_appendf(errs, "%s: cannot open the file\n", path);
+        return FG_EINVAL;
+    }
+    if (rc == FG_ETOOBIG) {
+        fg_buf_appendf(errs, "%s: larger than %u bytes\n", path, CONFIG_MAX_BYTES);
+        return FG_EINVAL;
+    }
+    if (rc != FG_OK) {
+        fg_buf_appendf(errs, "%s: cannot read the file\n", path);
+        return FG_EINVAL;
+    }
+    rc = fg_config_load_text(path, text, len, out, errs);
+    free(text);
+    return rc;
+}
+
+static void free_strings(const table_t *t, char *base) {
+    for (size_t i = 0; i < t->nkeys; i++) {
+        const key_t_ *k = &t->keys[i];
+        if (k->kind == K_STRING) {
+            free(*(char **)(base + k->offset));
+        } else if (k->kind == K_OBJECT) {
+            free_strings(k->sub, base);
+        } else if (k->kind == K_ARRAY) {
+            char *elems = *(char **)(base + k->offset);
+            size_t n = *(size_t *)(base + k->count_offset);
+            for (size_t e = 0; e < n; e++)
+                free_strings(k->sub, elems + e * k->sub->elem_size);
+            free(elems);
+        }
+    }
+}
+
+void fg_config_free(fg_config_t *c) {
+    if (c == NULL)
+        return;
+    free_strings(&top_table, (char *)c);
+    free(c->listen_host);
+    free(c);
+}

@@ -1,0 +1,76 @@
+/* core/json.c: loading untrusted JSON. jansson already refuses duplicate keys on request;
+ * the depth bound is ours, checked by a pre-scan, because jansson's own limit (2048) is far
+ * deeper than any fleetgate document and deep nesting costs stack in every consumer. */
+#include "fleetgate/core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Returns the byte offset where the depth bound is passed, or -1 when it never is. */
+static long depth_exceeded_at(const char *data, size_t len, int max) {
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = data[i];
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = false;
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            if (++depth > max)
+                return (long)i;
+        } else if (c == '}' || c == ']') {
+            depth--;
+        }
+    }
+    return -1;
+}
+
+static void position_of(const char *data, long offset, int *line, int *col) {
+    *line = 1;
+    *col = 1;
+    for (long i = 0; i < offset; i++) {
+        if (data[i] == '\n') {
+            (*line)++;
+            *col = 1;
+        } else {
+            (*col)++;
+        }
+    }
+}
+
+int fg_json_load(const char *data, size_t len, json_t **out, char *err, size_t errlen) {
+    long deep = depth_exceeded_at(data, len, FG_JSON_MAX_DEPTH);
+    if (deep >= 0) {
+        int line, col;
+        position_of(data, deep, &line, &col);
+        if (err)
+            snprintf(err, errlen, "line %d, column %d: nesting deeper than %d levels", line, col,
+                     FG_JSON_MAX_DEPTH);
+        return FG_EINVAL;
+    }
+    json_error_t je;
+    json_t *j = json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+    if (j == NULL) {
+        if (err)
+            snprintf(err, errlen, "line %d, column %d: %s", je.line, je.column, je.text);
+        return FG_EINVAL;
+    }
+    *out = j;
+    return FG_OK;
+}
+
+char *fg_json_dumps(const json_t *j, size_t *len_out) {
+    char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (s == NULL)
+        abort(); /* jansson fails only on allocation or an invalid tree */
+    if (len_out)
+        *len_out = strlen(s);
+    return s;
+}
