@@ -53,8 +53,12 @@ TEST_SUPPORT_OBJ := $(TEST_SUPPORT_SRC:%.c=$(BUILD)/obj/%.o)
 
 ALL_BINS := $(DAEMON)
 TEST_STEPS :=
+DEMO_PREREQS :=
 
 -include $(sort $(wildcard mk/*.mk))
+
+# Objects are kept between builds (make would otherwise delete them as intermediates).
+.SECONDARY:
 
 .PHONY: all deps deps-ensure test check-suites asan lint format format-check banned demo clean
 
@@ -137,7 +141,8 @@ banned:
 DEMO_LISTEN ?= 127.0.0.1:8080
 
 demo: deps-ensure
-	$(MAKE) --no-print-directory all
+	$(MAKE) --no-print-directory all $(DEMO_PREREQS)
+	@echo "fleetgate demo: http://$(DEMO_LISTEN) (Ctrl-C stops it)"
 	$(DAEMON) -c conf/demo.json --listen $(DEMO_LISTEN)
 
 clean:

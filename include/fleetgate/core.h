@@ -157,7 +157,7 @@ typedef struct {
 } fg_cluster_conf_t;
 
 typedef struct {
-    char *listen;      /* "HOST:PORT" as configured; split into the two fields below */
+    char *listen; /* "HOST:PORT" as configured; split into the two fields below */
     char *listen_host;
     uint16_t listen_port;
     int64_t workers;

@@ -22,8 +22,9 @@ typedef struct fg_router fg_router_t;
 typedef int (*fg_handler_fn)(fg_req_t *req);
 
 typedef enum {
-    FG_BODY_NONE = 0, /* no body expected; one that comes anyway is read and ignored */
-    FG_BODY_JSON,     /* a JSON body is parsed before the handler runs (fg_req_json) */
+    FG_BODY_NONE = 0,      /* no body expected; one that comes anyway is read and ignored */
+    FG_BODY_JSON,          /* a JSON body is required and parsed before the handler runs */
+    FG_BODY_JSON_OPTIONAL, /* the same, but an empty body is fine (fg_req_json is NULL) */
 } fg_body_kind_t;
 
 typedef struct {
@@ -61,7 +62,7 @@ json_t *fg_problem_new(fg_problem_t kind, const char *detail, const char *reques
 
 /* ---- router ------------------------------------------------------------ */
 
-#define FG_ROUTE_MAX_PARAMS 8
+#define FG_ROUTE_MAX_PARAMS   8
 #define FG_ROUTE_MAX_SEGMENTS 16
 
 typedef struct {
@@ -137,8 +138,7 @@ int fg_reply_json(fg_req_t *req, unsigned status, json_t *body);
 int fg_reply_static(fg_req_t *req, unsigned status, const char *content_type, const void *data,
                     size_t len);
 /* Sends a malloc'd buffer; the reply takes it and frees it. */
-int fg_reply_take(fg_req_t *req, unsigned status, const char *content_type, char *data,
-                  size_t len);
+int fg_reply_take(fg_req_t *req, unsigned status, const char *content_type, char *data, size_t len);
 /* Sends a problem+json reply of the given kind; detail is printf-formatted, may be NULL. */
 int fg_reply_problem(fg_req_t *req, fg_problem_t kind, const char *detail_fmt, ...)
     __attribute__((format(printf, 3, 4)));

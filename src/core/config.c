@@ -28,8 +28,8 @@ typedef struct {
     const char *def_string;
     int64_t def_int, min, max; /* also the default of a bool (0/1) */
     check_fn check;
-    const struct table *sub;  /* K_OBJECT: same struct; K_ARRAY: elements */
-    size_t count_offset;      /* K_ARRAY: where the element count goes */
+    const struct table *sub; /* K_OBJECT: same struct; K_ARRAY: elements */
+    size_t count_offset;     /* K_ARRAY: where the element count goes */
     bool required;
 } key_t_;
 
@@ -110,7 +110,7 @@ static const char *check_nonempty(const char *v) {
 /* ---- the tables -------------------------------------------------------- */
 
 #define CFG(f) offsetof(fg_config_t, f)
-#define CL(f) offsetof(fg_cluster_conf_t, f)
+#define CL(f)  offsetof(fg_cluster_conf_t, f)
 
 static const key_t_ cluster_keys[] = {
     {"name", K_STRING, CL(name), NULL, 0, 0, 0, check_dns1123, NULL, 0, true},
@@ -123,8 +123,8 @@ static const key_t_ cluster_keys[] = {
     {"client_key_file", K_STRING, CL(client_key_file), NULL, 0, 0, 0, check_readable, NULL, 0,
      false},
     {"ca_file", K_STRING, CL(ca_file), NULL, 0, 0, 0, check_readable, NULL, 0, false},
-    {"insecure_skip_tls_verify", K_BOOL, CL(insecure_skip_tls_verify), NULL, 0, 0, 0, NULL, NULL,
-     0, false},
+    {"insecure_skip_tls_verify", K_BOOL, CL(insecure_skip_tls_verify), NULL, 0, 0, 0, NULL, NULL, 0,
+     false},
 };
 
 static const table_t cluster_table = {cluster_keys, sizeof cluster_keys / sizeof cluster_keys[0],
@@ -133,15 +133,14 @@ static const table_t cluster_table = {cluster_keys, sizeof cluster_keys / sizeof
 static const key_t_ limits_keys[] = {
     {"max_body_bytes", K_INT, CFG(max_body_bytes), NULL, 1 << 20, 1, 64 << 20, NULL, NULL, 0, 0},
     {"max_connections", K_INT, CFG(max_connections), NULL, 1024, 1, 100000, NULL, NULL, 0, 0},
-    {"connection_timeout_s", K_INT, CFG(connection_timeout_s), NULL, 30, 1, 3600, NULL, NULL, 0,
-     0},
+    {"connection_timeout_s", K_INT, CFG(connection_timeout_s), NULL, 30, 1, 3600, NULL, NULL, 0, 0},
     {"drain_timeout_s", K_INT, CFG(drain_timeout_s), NULL, 10, 0, 600, NULL, NULL, 0, 0},
 };
 static const table_t limits_table = {limits_keys, sizeof limits_keys / sizeof limits_keys[0], 0};
 
 static const key_t_ redis_keys[] = {
-    {"url", K_STRING, CFG(redis_url), "redis://127.0.0.1:6379/0", 0, 0, 0, check_redis_url, NULL,
-     0, 0},
+    {"url", K_STRING, CFG(redis_url), "redis://127.0.0.1:6379/0", 0, 0, 0, check_redis_url, NULL, 0,
+     0},
 };
 static const table_t redis_table = {redis_keys, sizeof redis_keys / sizeof redis_keys[0], 0};
 
@@ -157,10 +156,10 @@ static const key_t_ top_keys[] = {
     {"limits", K_OBJECT, 0, NULL, 0, 0, 0, NULL, &limits_table, 0, 0},
     {"redis", K_OBJECT, 0, NULL, 0, 0, 0, NULL, &redis_table, 0, 0},
     {"log", K_OBJECT, 0, NULL, 0, 0, 0, NULL, &log_table, 0, 0},
-    {"openapi_file", K_STRING, CFG(openapi_file), "api/openapi.yaml", 0, 0, 0, check_nonempty,
-     NULL, 0, 0},
-    {"docs_file", K_STRING, CFG(docs_file), "build/docs/index.html", 0, 0, 0, check_nonempty,
-     NULL, 0, 0},
+    {"openapi_file", K_STRING, CFG(openapi_file), "api/openapi.yaml", 0, 0, 0, check_nonempty, NULL,
+     0, 0},
+    {"docs_file", K_STRING, CFG(docs_file), "build/docs/index.html", 0, 0, 0, check_nonempty, NULL,
+     0, 0},
     {"clusters", K_ARRAY, CFG(clusters), NULL, 0, 0, 64, NULL, &cluster_table, CFG(nclusters), 0},
 };
 static const table_t top_table = {top_keys, sizeof top_keys / sizeof top_keys[0],
@@ -199,20 +198,20 @@ static void apply_defaults(const table_t *t, char *base) {
     for (size_t i = 0; i < t->nkeys; i++) {
         const key_t_ *k = &t->keys[i];
         switch (k->kind) {
-        case K_STRING:
-            *(char **)(base + k->offset) = k->def_string ? fg_xstrdup(k->def_string) : NULL;
-            break;
-        case K_INT:
-            *(int64_t *)(base + k->offset) = k->def_int;
-            break;
-        case K_BOOL:
-            *(bool *)(base + k->offset) = k->def_int != 0;
-            break;
-        case K_OBJECT:
-            apply_defaults(k->sub, base);
-            break;
-        case K_ARRAY:
-            break;
+            case K_STRING:
+                *(char **)(base + k->offset) = k->def_string ? fg_xstrdup(k->def_string) : NULL;
+                break;
+            case K_INT:
+                *(int64_t *)(base + k->offset) = k->def_int;
+                break;
+            case K_BOOL:
+                *(bool *)(base + k->offset) = k->def_int != 0;
+                break;
+            case K_OBJECT:
+                apply_defaults(k->sub, base);
+                break;
+            case K_ARRAY:
+                break;
         }
     }
 }
@@ -221,11 +220,10 @@ static void walk_object(ctx_t *c, const table_t *t, const json_t *obj, const cha
                         char *base);
 
 static void set_value(ctx_t *c, const key_t_ *k, const json_t *v, const char *path, char *base) {
-    bool type_ok = (k->kind == K_STRING && json_is_string(v)) ||
-                   (k->kind == K_INT && json_is_integer(v)) ||
-                   (k->kind == K_BOOL && json_is_boolean(v)) ||
-                   (k->kind == K_OBJECT && json_is_object(v)) ||
-                   (k->kind == K_ARRAY && json_is_array(v));
+    bool type_ok =
+        (k->kind == K_STRING && json_is_string(v)) || (k->kind == K_INT && json_is_integer(v)) ||
+        (k->kind == K_BOOL && json_is_boolean(v)) || (k->kind == K_OBJECT && json_is_object(v)) ||
+        (k->kind == K_ARRAY && json_is_array(v));
     if (!type_ok) {
         char why[64];
         snprintf(why, sizeof why, "must be %s", kind_name(k->kind));
@@ -339,8 +337,8 @@ static void check_clusters(ctx_t *c, const fg_config_t *cfg) {
         }
         if (!plain && cl->url && cl->token_file == NULL && cl->client_cert_file == NULL) {
             snprintf(path, sizeof path, "clusters[%zu]", i);
-            problem(c, path, "needs credentials: token_file or client_cert_file and client_key_file",
-                    NULL);
+            problem(c, path,
+                    "needs credentials: token_file or client_cert_file and client_key_file", NULL);
         }
     }
 }
@@ -365,7 +363,8 @@ int fg_config_load_text(const char *origin, const char *text, size_t len, fg_con
     }
     walk_object(&c, &top_table, root, "", (char *)cfg);
     check_clusters(&c, cfg);
-    if (c.nerrs == 0 && fg_parse_hostport(cfg->listen, &cfg->listen_host, &cfg->listen_port) != FG_OK)
+    if (c.nerrs == 0 &&
+        fg_parse_hostport(cfg->listen, &cfg->listen_host, &cfg->listen_port) != FG_OK)
         problem(&c, "listen", "not HOST:PORT", NULL);
 out:
     json_decref(root);

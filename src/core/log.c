@@ -60,7 +60,8 @@ void fg_log(fg_log_level_t level, const char *request_id, const char *fmt, ...) 
     fg_buf_append_json_escaped(&b, msg, msglen);
     fg_buf_append(&b, "\"", 1);
     if (request_id) {
-        fg_buf_append(&b, ",\"requestId\":\"", 15);
+        static const char key[] = ",\"requestId\":\"";
+        fg_buf_append(&b, key, sizeof key - 1);
         fg_buf_append_json_escaped(&b, request_id, strlen(request_id));
         fg_buf_append(&b, "\"", 1);
     }
@@ -70,8 +71,11 @@ void fg_log(fg_log_level_t level, const char *request_id, const char *fmt, ...) 
 }
 
 void fg_log_json(const json_t *line) {
-    size_t len;
-    char *s = fg_json_dumps(line, &len);
+    /* Durations and rates need no more than six significant digits in a log. */
+    char *s = json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    if (s == NULL)
+        return;
+    size_t len = strlen(s);
     s = fg_xrealloc(s, len + 2);
     s[len] = '\n';
     write_line(s, len + 1);

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #define MAX_FAMILIES 128
-#define MAX_LABELS 4
+#define MAX_LABELS   4
 
 /* Latency buckets in seconds: from a cached read (sub-millisecond) to a slow fan-out. */
 static const double default_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,

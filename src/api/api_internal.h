@@ -1,0 +1,33 @@
+/* api/api_internal.h: what the handlers of this module share; not part of any public surface. */
+#ifndef FLEETGATE_API_INTERNAL_H
+#define FLEETGATE_API_INTERNAL_H
+
+#include "fleetgate/api.h"
+
+/* A readiness check: true when ready; otherwise writes the reason into why. */
+typedef bool (*ready_check_fn)(const fg_api_t *api, const fg_req_t *req, char *why, size_t whylen);
+
+typedef struct {
+    const char *name;
+    ready_check_fn check;
+} ready_check_t;
+
+struct fg_api {
+    const fg_config_t *cfg;
+    char *openapi; /* the contract, served as is */
+    size_t openapi_len;
+    char *docs; /* the rendered reference; NULL when not built */
+    size_t docs_len;
+};
+
+/* The readiness checks, in the order /readyz reports them. */
+extern const ready_check_t fg_api_ready_checks[];
+extern const size_t fg_api_nready_checks;
+
+int fg_api_healthz(fg_req_t *req);
+int fg_api_readyz(fg_req_t *req);
+int fg_api_metrics(fg_req_t *req);
+int fg_api_openapi(fg_req_t *req);
+int fg_api_docs(fg_req_t *req);
+
+#endif

@@ -1,0 +1,56 @@
+/* http/problem.c: the one table of problem kinds (RFC 9457 problem details) and the document
+ * builder. Rows are append-only: a kind keeps its number, status and type URI forever, because
+ * clients and tests match on them. */
+#include "fleetgate/http.h"
+
+typedef struct {
+    unsigned status;
+    const char *type;
+    const char *title;
+} problem_row_t;
+
+static const problem_row_t problems[FG_PROBLEM__COUNT] = {
+    [FG_PROBLEM_BAD_REQUEST] = {400, "urn:fleetgate:problem:bad-request", "Bad request"},
+    [FG_PROBLEM_MALFORMED_JSON] = {400, "urn:fleetgate:problem:malformed-json",
+                                   "The body is not well-formed JSON"},
+    [FG_PROBLEM_NOT_FOUND] = {404, "urn:fleetgate:problem:not-found", "Not found"},
+    [FG_PROBLEM_METHOD_NOT_ALLOWED] = {405, "urn:fleetgate:problem:method-not-allowed",
+                                       "Method not allowed"},
+    [FG_PROBLEM_PAYLOAD_TOO_LARGE] = {413, "urn:fleetgate:problem:payload-too-large",
+                                      "Request body too large"},
+    [FG_PROBLEM_UNSUPPORTED_MEDIA_TYPE] = {415, "urn:fleetgate:problem:unsupported-media-type",
+                                           "Unsupported media type"},
+    [FG_PROBLEM_INVALID] = {422, "urn:fleetgate:problem:invalid", "Invalid request"},
+    [FG_PROBLEM_SHUTTING_DOWN] = {503, "urn:fleetgate:problem:shutting-down",
+                                  "The server is shutting down"},
+    [FG_PROBLEM_NOT_READY] = {503, "urn:fleetgate:problem:not-ready", "Not ready"},
+    [FG_PROBLEM_INTERNAL] = {500, "urn:fleetgate:problem:internal", "Internal error"},
+    [FG_PROBLEM_ROUTE_NOT_FOUND] = {404, "urn:fleetgate:problem:route-not-found", "No such route"},
+};
+
+unsigned fg_problem_status(fg_problem_t kind) {
+    return problems[kind].status;
+}
+
+const char *fg_problem_type(fg_problem_t kind) {
+    return problems[kind].type;
+}
+
+const char *fg_problem_title(fg_problem_t kind) {
+    return problems[kind].title;
+}
+
+json_t *fg_problem_new(fg_problem_t kind, const char *detail, const char *request_id,
+                       const char *instance) {
+    json_t *p = json_object();
+    json_object_set_new(p, "type", json_string(problems[kind].type));
+    json_object_set_new(p, "title", json_string(problems[kind].title));
+    json_object_set_new(p, "status", json_integer(problems[kind].status));
+    if (detail)
+        json_object_set_new(p, "detail", json_string(detail));
+    if (instance)
+        json_object_set_new(p, "instance", json_string(instance));
+    if (request_id)
+        json_object_set_new(p, "requestId", json_string(request_id));
+    return p;
+}

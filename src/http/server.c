@@ -1,0 +1,489 @@
+/* http/server.c: the libmicrohttpd server and the request lifecycle.
+ *
+ * MHD calls the access handler several times per request: first with the headers, then once
+ * per piece of body, then once more with no data. fleetgate admits the request on the first
+ * call (request id, route match, draining check, declared body size), collects the body within
+ * its limit on the middle calls, and dispatches on the last call: answering only then keeps
+ * keep-alive working (see ../shared/STYLE.md on MHD 0.9.75). The completion callback writes
+ * the access-log line, records metrics and frees the request with its cleanup list.
+ *
+ * Draining: fg_http_server_begin_drain() stops accepting connections (MHD_quiesce_daemon);
+ * requests admitted before keep going, requests arriving on open connections get 503 with
+ * "Connection: close", and the caller waits for fg_http_server_in_flight() to reach zero.
+ */
+#include "fleetgate/http.h"
+
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct fg_http_server {
+    struct MHD_Daemon *mhd;
+    fg_router_t *router;
+    fg_http_options_t opts;
+    char *host;
+    uint16_t port;
+    atomic_bool draining;
+    atomic_uint in_flight;
+    fg_metric_t *m_requests, *m_duration, *m_in_flight;
+};
+
+typedef struct {
+    char *name, *value;
+} header_t;
+
+typedef struct {
+    void (*fn)(void *);
+    void *ptr;
+} cleanup_t;
+
+#define MAX_REPLY_HEADERS 16
+#define MAX_CLEANUPS      16
+
+struct fg_req {
+    fg_http_server_t *srv;
+    struct MHD_Connection *conn;
+    char id[FG_REQUEST_ID_MAX + 1];
+    char *method, *path;
+    fg_route_match_t match;
+    int match_rc;
+    size_t body_limit;
+    fg_buf_t body;
+    bool body_too_big;
+    bool refused_draining;
+    json_t *json;
+    uint64_t start_ns;
+    unsigned status;
+    size_t bytes_out;
+    bool replied;
+    header_t headers[MAX_REPLY_HEADERS];
+    size_t nheaders;
+    cleanup_t cleanups[MAX_CLEANUPS];
+    size_t ncleanups;
+};
+
+/* ---- request accessors ------------------------------------------------- */
+
+void *fg_req_app(const fg_req_t *req) {
+    return req->srv->opts.app;
+}
+
+const char *fg_req_id(const fg_req_t *req) {
+    return req->id;
+}
+
+const char *fg_req_method(const fg_req_t *req) {
+    return req->method;
+}
+
+const char *fg_req_path(const fg_req_t *req) {
+    return req->path;
+}
+
+const char *fg_req_route_name(const fg_req_t *req) {
+    return req->match.route ? req->match.route->pattern : "unmatched";
+}
+
+bool fg_req_draining(const fg_req_t *req) {
+    return atomic_load(&req->srv->draining);
+}
+
+const char *fg_req_param(const fg_req_t *req, const char *name) {
+    for (size_t i = 0; i < req->match.nparams; i++) {
+        if (strcmp(req->match.names[i], name) == 0)
+            return req->match.values[i];
+    }
+    return NULL;
+}
+
+const char *fg_req_query(const fg_req_t *req, const char *name) {
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *fg_req_header(const fg_req_t *req, const char *name) {
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+json_t *fg_req_json(const fg_req_t *req) {
+    return req->json;
+}
+
+void fg_req_defer(fg_req_t *req, void (*fn)(void *), void *ptr) {
+    if (req->ncleanups == MAX_CLEANUPS)
+        abort(); /* a programming error: a handler registers a bounded number of cleanups */
+    req->cleanups[req->ncleanups].fn = fn;
+    req->cleanups[req->ncleanups].ptr = ptr;
+    req->ncleanups++;
+}
+
+void fg_req_add_header(fg_req_t *req, const char *name, const char *value) {
+    if (req->nheaders == MAX_REPLY_HEADERS)
+        abort();
+    req->headers[req->nheaders].name = fg_xstrdup(name);
+    req->headers[req->nheaders].value = fg_xstrdup(value);
+    req->nheaders++;
+}
+
+/* ---- replies ----------------------------------------------------------- */
+
+static int queue(fg_req_t *req, unsigned status, const char *content_type, void *data, size_t len,
+                 enum MHD_ResponseMemoryMode mode) {
+    if (req->replied) {
+        FG_LOG(FG_LOG_ERROR, req->id, "second reply to %s %s dropped", req->method, req->path);
+        if (mode == MHD_RESPMEM_MUST_FREE)
+            free(data);
+        return FG_ERR;
+    }
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, data, mode);
+    if (resp == NULL) {
+        if (mode == MHD_RESPMEM_MUST_FREE)
+            free(data);
+        return FG_ERR;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    MHD_add_response_header(resp, "X-Request-Id", req->id);
+    for (size_t i = 0; i < req->nheaders; i++)
+        MHD_add_response_header(resp, req->headers[i].name, req->headers[i].value);
+    if (atomic_load(&req->srv->draining))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result r = MHD_queue_response(req->conn, status, resp);
+    MHD_destroy_response(resp);
+    req->replied = true;
+    req->status = status;
+    req->bytes_out = len;
+    return r == MHD_YES ? FG_OK : FG_ERR;
+}
+
+int fg_reply_json(fg_req_t *req, unsigned status, json_t *body) {
+    size_t len;
+    char *text = fg_json_dumps(body, &len);
+    json_decref(body);
+    return queue(req, status, "application/json", text, len, MHD_RESPMEM_MUST_FREE);
+}
+
+int fg_reply_static(fg_req_t *req, unsigned status, const char *content_type, const void *data,
+                    size_t len) {
+    return queue(req, status, content_type, (void *)(uintptr_t)data, len, MHD_RESPMEM_PERSISTENT);
+}
+
+int fg_reply_take(fg_req_t *req, unsigned status, const char *content_type, char *data,
+                  size_t len) {
+    return queue(req, status, content_type, data, len, MHD_RESPMEM_MUST_FREE);
+}
+
+int fg_reply_problem(fg_req_t *req, fg_problem_t kind, const char *detail_fmt, ...) {
+    char detail[1024];
+    if (detail_fmt) {
+        va_list ap;
+        va_start(ap, detail_fmt);
+        vsnprintf(detail, sizeof detail, detail_fmt, ap);
+        va_end(ap);
+    }
+    json_t *p = fg_problem_new(kind, detail_fmt ? detail : NULL, req->id, req->path);
+    size_t len;
+    char *text = fg_json_dumps(p, &len);
+    json_decref(p);
+    return queue(req, fg_problem_status(kind), "application/problem+json", text, len,
+                 MHD_RESPMEM_MUST_FREE);
+}
+
+/* ---- the request lifecycle --------------------------------------------- */
+
+static fg_req_t *admit(fg_http_server_t *srv, struct MHD_Connection *conn, const char *url,
+                       const char *method) {
+    fg_req_t *req = fg_xcalloc(1, sizeof *req);
+    req->srv = srv;
+    req->conn = conn;
+    req->start_ns = fg_now_ns();
+    req->method = fg_xstrdup(method);
+    req->path = fg_xstrdup(url);
+    const char *cid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+    if (fg_request_id_valid(cid))
+        memcpy(req->id, cid, strlen(cid) + 1);
+    else
+        fg_request_id_generate(req->id);
+    req->match_rc = fg_router_match(srv->router, method, url, &req->match);
+    req->body_limit = srv->opts.max_body_bytes;
+    if (req->match.route && req->match.route->body_limit)
+        req->body_limit = req->match.route->body_limit;
+    fg_buf_init(&req->body, req->body_limit);
+    req->refused_draining = atomic_load(&srv->draining);
+    atomic_fetch_add(&srv->in_flight, 1);
+    fg_metric_add(srv->m_in_flight, NULL, 1);
+    return req;
+}
+
+/* A declared Content-Length over the limit is refused before reading the body. */
+static bool declared_too_big(const fg_req_t *req) {
+    const char *cl =
+        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    int64_t n;
+    if (cl == NULL || fg_parse_int64(cl, strlen(cl), 0, INT64_MAX, &n) != FG_OK)
+        return false;
+    return (uint64_t)n > req->body_limit;
+}
+
+/* JSON bodies come as application/json or a +json type (merge-patch+json, ...). */
+static bool is_json_media_type(const char *ct) {
+    if (ct == NULL)
+        return false;
+    size_t n = strcspn(ct, "; \t");
+    if (n == 16 && strncasecmp(ct, "application/json", 16) == 0)
+        return true;
+    return n > 17 && strncasecmp(ct, "application/", 12) == 0 &&
+           strncasecmp(ct + n - 5, "+json", 5) == 0;
+}
+
+static void refuse_body_too_big(fg_req_t *req) {
+    fg_reply_problem(req, FG_PROBLEM_PAYLOAD_TOO_LARGE,
+                     "the request body is larger than the %zu bytes this route accepts",
+                     req->body_limit);
+}
+
+/* The last call: generic checks, then the handler. */
+static void dispatch(fg_req_t *req) {
+    const fg_route_t *route = req->match.route;
+    if (req->refused_draining) {
+        fg_reply_problem(req, FG_PROBLEM_SHUTTING_DOWN,
+                         "fleetgate is draining; retry on another replica");
+        return;
+    }
+    if (req->body_too_big) {
+        refuse_body_too_big(req);
+        return;
+    }
+    if (req->match_rc == FG_ENOENT) {
+        fg_reply_problem(req, FG_PROBLEM_ROUTE_NOT_FOUND, "no route for %s %s", req->method,
+                         req->path);
+        return;
+    }
+    if (req->match_rc == FG_EINVAL) {
+        fg_req_add_header(req, MHD_HTTP_HEADER_ALLOW, req->match.allow);
+        fg_reply_problem(req, FG_PROBLEM_METHOD_NOT_ALLOWED, "%s is not allowed on %s; use %s",
+                         req->method, req->path, req->match.allow);
+        return;
+    }
+    if (route->body != FG_BODY_NONE) {
+        const char *ct = fg_req_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);
+        if (req->body.len == 0 && route->body == FG_BODY_JSON) {
+            fg_reply_problem(req, FG_PROBLEM_BAD_REQUEST, "%s %s needs a JSON body", req->method,
+                             route->pattern);
+            return;
+        }
+        if (req->body.len > 0 && !is_json_media_type(ct)) {
+            fg_reply_problem(req, FG_PROBLEM_UNSUPPORTED_MEDIA_TYPE,
+                             "the body must be application/json (got %.64s)",
+                             ct ? ct : "no Content-Type");
+            return;
+        }
+        char why[256];
+        if (req->body.len > 0 &&
+            fg_json_load(req->body.data, req->body.len, &req->json, why, sizeof why) != FG_OK) {
+            fg_reply_problem(req, FG_PROBLEM_MALFORMED_JSON, "the body is not valid JSON: %s", why);
+            return;
+        }
+    }
+    int rc = route->handler(req);
+    if (!req->replied) {
+        FG_LOG(FG_LOG_ERROR, req->id, "handler for %s %s returned %d without a reply", req->method,
+               route->pattern, rc);
+        fg_reply_problem(req, FG_PROBLEM_INTERNAL, "the request failed inside fleetgate");
+    }
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version, const char *upload,
+                                 size_t *upload_size, void **con_cls) {
+    (void)version;
+    fg_http_server_t *srv = cls;
+    fg_req_t *req = *con_cls;
+    if (req == NULL) {
+        req = admit(srv, conn, url, method);
+        *con_cls = req;
+        if (!req->refused_draining && declared_too_big(req))
+            refuse_body_too_big(req); /* answered now: MHD closes the connection after it */
+        return MHD_YES;
+    }
+    if (*upload_size > 0) {
+        if (!req->replied && !req->body_too_big &&
+            fg_buf_append(&req->body, upload, *upload_size) != FG_OK) {
+            req->body_too_big = true;
+            fg_buf_free(&req->body);
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (!req->replied)
+        dispatch(req);
+    return MHD_YES;
+}
+
+static void access_log(const fg_req_t *req, double seconds) {
+    json_t *line = json_object();
+    char ts[40];
+    fg_format_time_ms(fg_wall_ms(), ts, sizeof ts);
+    json_object_set_new(line, "ts", json_string(ts));
+    json_object_set_new(line, "level", json_string("info"));
+    json_object_set_new(line, "msg", json_string("access"));
+    json_object_set_new(line, "requestId", json_string(req->id));
+    json_object_set_new(line, "method", json_string(req->method));
+    json_object_set_new(line, "path", json_string(req->path));
+    json_object_set_new(line, "route", json_string(fg_req_route_name(req)));
+    json_object_set_new(line, "status", json_integer(req->status));
+    json_object_set_new(line, "bytes", json_integer((json_int_t)req->bytes_out));
+    json_object_set_new(line, "durationMs", json_real(seconds * 1000.0));
+    fg_log_json(line);
+    json_decref(line);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+    (void)conn;
+    fg_http_server_t *srv = cls;
+    fg_req_t *req = *con_cls;
+    if (req == NULL)
+        return;
+    *con_cls = NULL;
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !req->replied)
+        req->status = 499; /* the client went away before an answer: nginx's convention */
+    double seconds = (double)(fg_now_ns() - req->start_ns) / 1e9;
+    char status[8];
+    snprintf(status, sizeof status, "%u", req->status);
+    const char *route = fg_req_route_name(req);
+    const char *labels[] = {route, req->method, status};
+    fg_metric_add(srv->m_requests, labels, 1);
+    fg_metric_observe(srv->m_duration, labels, seconds);
+    fg_metric_add(srv->m_in_flight, NULL, -1);
+    if (srv->opts.access_log)
+        access_log(req, seconds);
+
+    for (size_t i = req->ncleanups; i > 0; i--)
+        req->cleanups[i - 1].fn(req->cleanups[i - 1].ptr);
+    for (size_t i = 0; i < req->nheaders; i++) {
+        free(req->headers[i].name);
+        free(req->headers[i].value);
+    }
+    json_decref(req->json);
+    fg_buf_free(&req->body);
+    fg_route_match_clear(&req->match);
+    free(req->method);
+    free(req->path);
+    free(req);
+    atomic_fetch_sub(&srv->in_flight, 1);
+}
+
+static void mhd_logger(void *cls, const char *fmt, va_list ap) {
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    msg[strcspn(msg, "\n")] = '\0';
+    FG_LOG(FG_LOG_WARN, NULL, "libmicrohttpd: %s", msg);
+}
+
+/* ---- server lifecycle -------------------------------------------------- */
+
+int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
+                         const fg_route_t *routes, size_t nroutes) {
+    int rc = FG_OK;
+    struct addrinfo *ai = NULL;
+    fg_http_server_t *srv = fg_xcalloc(1, sizeof *srv);
+    srv->opts = *opts;
+    srv->host = fg_xstrdup(opts->host);
+    srv->opts.host = srv->host;
+    atomic_init(&srv->draining, false);
+    atomic_init(&srv->in_flight, 0);
+
+    static const char *const req_labels[] = {"route", "method", "status", NULL};
+    srv->m_requests = fg_metrics_register("fleetgate_http_requests_total",
+                                          "HTTP requests answered, by route, method and status.",
+                                          FG_METRIC_COUNTER, req_labels);
+    srv->m_duration = fg_metrics_register(
+        "fleetgate_http_request_duration_seconds",
+        "Time from a request's headers to its completion, by route, method and status.",
+        FG_METRIC_HISTOGRAM, req_labels);
+    srv->m_in_flight =
+        fg_metrics_register("fleetgate_http_requests_in_flight",
+                            "Requests received and not yet completed.", FG_METRIC_GAUGE, NULL);
+    fg_metric_add(srv->m_in_flight, NULL, 0);
+
+    if (fg_router_new(&srv->router, routes, nroutes) != FG_OK) {
+        rc = FG_EINVAL;
+        goto out;
+    }
+
+    char port[8];
+    snprintf(port, sizeof port, "%u", (unsigned)opts->port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    int gai = getaddrinfo(opts->host, port, &hints, &ai);
+    if (gai != 0) {
+        fg_log(FG_LOG_ERROR, NULL, "listen %s:%s: %s", opts->host, port, gai_strerror(gai));
+        rc = FG_EIO;
+        goto out;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ERROR_LOG;
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    srv->mhd = MHD_start_daemon(
+        flags, opts->port, NULL, NULL, on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
+        MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)(opts->workers > 1 ? opts->workers : 0), MHD_OPTION_CONNECTION_LIMIT,
+        opts->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, opts->connection_timeout_s,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_LISTENING_ADDRESS_REUSE,
+        (unsigned)1, MHD_OPTION_END);
+    if (srv->mhd == NULL) {
+        fg_log(FG_LOG_ERROR, NULL, "cannot listen on %s:%u (in use, or not an address here)",
+               opts->host, (unsigned)opts->port);
+        rc = FG_EIO;
+        goto out;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    srv->port = info ? info->port : opts->port;
+out:
+    if (ai)
+        freeaddrinfo(ai);
+    if (rc != FG_OK) {
+        fg_http_server_free(srv);
+        return rc;
+    }
+    *out = srv;
+    return FG_OK;
+}
+
+uint16_t fg_http_server_port(const fg_http_server_t *s) {
+    return s->port;
+}
+
+void fg_http_server_begin_drain(fg_http_server_t *s) {
+    if (atomic_exchange(&s->draining, true))
+        return;
+    MHD_socket fd = MHD_quiesce_daemon(s->mhd);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+}
+
+bool fg_http_server_draining(const fg_http_server_t *s) {
+    return atomic_load(&s->draining);
+}
+
+unsigned fg_http_server_in_flight(const fg_http_server_t *s) {
+    return atomic_load(&s->in_flight);
+}
+
+void fg_http_server_free(fg_http_server_t *s) {
+    if (s == NULL)
+        return;
+    if (s->mhd)
+        MHD_stop_daemon(s->mhd);
+    fg_router_free(s->router);
+    free(s->host);
+    free(s);
+}

@@ -1,0 +1,226 @@
+/* main.c: flags, configuration, wiring, signals, graceful drain and exit.
+ *
+ * Signals are blocked in every thread and taken synchronously here with sigtimedwait, so no
+ * handler runs in async-signal context. SIGTERM or SIGINT starts a drain: stop accepting, let
+ * admitted requests finish within limits.drain_timeout_s, answer newcomers 503, exit 0. A second
+ * one exits at once (status 1).
+ */
+#include "fleetgate/api.h"
+#include "fleetgate/core.h"
+#include "fleetgate/http.h"
+
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef FG_GIT_COMMIT
+#define FG_GIT_COMMIT "unknown"
+#endif
+
+enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+
+typedef struct {
+    const char *config_path;
+    const char *listen;
+    bool check_only;
+} args_t;
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: fleetgate -c FILE [--listen HOST:PORT] [--check-config]\n"
+               "       fleetgate --version | --help\n"
+               "\n"
+               "  -c, --config FILE   configuration (JSON; see README.md)\n"
+               "  -l, --listen ADDR   listen on HOST:PORT instead of the configured address\n"
+               "      --check-config  validate the configuration, print each problem, exit\n"
+               "                      (0 valid, 2 invalid)\n"
+               "  -V, --version       print the version and exit\n"
+               "  -h, --help          print this help and exit\n");
+}
+
+/* Returns -1 to go on, or the exit status. */
+static int parse_args(int argc, char **argv, args_t *a) {
+    enum { OPT_CHECK = 256 };
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"listen", required_argument, NULL, 'l'},
+        {"check-config", no_argument, NULL, OPT_CHECK},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    memset(a, 0, sizeof *a);
+    for (;;) {
+        c = getopt_long(argc, argv, "c:l:Vh", opts, NULL);
+        if (c == -1)
+            break;
+        switch (c) {
+            case 'c':
+                a->config_path = optarg;
+                break;
+            case 'l':
+                a->listen = optarg;
+                break;
+            case OPT_CHECK:
+                a->check_only = true;
+                break;
+            case 'V':
+                printf("fleetgate %s (%s)\n", FG_VERSION, FG_GIT_COMMIT);
+                return 0;
+            case 'h':
+                usage(stdout);
+                return 0;
+            default:
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "fleetgate: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (a->config_path == NULL) {
+        fprintf(stderr, "fleetgate: -c FILE is required\n");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
+/* Loads the configuration and applies --listen. Prints problems on stderr; EXIT_USAGE on any. */
+static int load_config(const args_t *a, fg_config_t **out) {
+    fg_buf_t errs;
+    fg_buf_init(&errs, 1 << 20);
+    fg_config_t *cfg = NULL;
+    int rc = fg_config_load(a->config_path, &cfg, &errs);
+    if (rc == FG_OK && a->listen) {
+        char *host = NULL;
+        uint16_t port;
+        if (fg_parse_hostport(a->listen, &host, &port) != FG_OK) {
+            fg_buf_appendf(&errs, "--listen: not HOST:PORT with a port from 1 to 65535 (got %s)\n",
+                           a->listen);
+            rc = FG_EINVAL;
+        } else {
+            free(cfg->listen_host);
+            cfg->listen_host = host;
+            cfg->listen_port = port;
+        }
+    }
+    if (rc != FG_OK) {
+        fputs(errs.data ? errs.data : "invalid configuration\n", stderr);
+        fg_buf_free(&errs);
+        fg_config_free(cfg);
+        return EXIT_USAGE;
+    }
+    fg_buf_free(&errs);
+    *out = cfg;
+    return 0;
+}
+
+/* Waits for in-flight requests to finish, up to the deadline; a second signal cuts it short. */
+static void drain(fg_http_server_t *srv, const sigset_t *sigs, int64_t timeout_s) {
+    uint64_t deadline = fg_now_ns() + (uint64_t)timeout_s * 1000000000u;
+    fg_http_server_begin_drain(srv);
+    fg_log(FG_LOG_INFO, NULL, "draining: %u request(s) in flight, up to %llds",
+           fg_http_server_in_flight(srv), (long long)timeout_s);
+    while (fg_http_server_in_flight(srv) > 0 && fg_now_ns() < deadline) {
+        struct timespec tick = {0, 20 * 1000000};
+        int sig = sigtimedwait(sigs, NULL, &tick);
+        if (sig == SIGTERM || sig == SIGINT) {
+            fg_log(FG_LOG_WARN, NULL, "second signal: exiting now");
+            _exit(EXIT_RUNTIME);
+        }
+    }
+    if (fg_http_server_in_flight(srv) > 0)
+        fg_log(FG_LOG_WARN, NULL, "drain timeout: %u request(s) cut",
+               fg_http_server_in_flight(srv));
+}
+
+static void register_build_info(void) {
+    static const char *const labels[] = {"version", "commit", NULL};
+    fg_metric_t *m =
+        fg_metrics_register("fleetgate_build_info", "The running build; the value is always 1.",
+                            FG_METRIC_GAUGE, labels);
+    const char *values[] = {FG_VERSION, FG_GIT_COMMIT};
+    fg_metric_set(m, values, 1);
+}
+
+int main(int argc, char **argv) {
+    args_t a;
+    int status = parse_args(argc, argv, &a);
+    if (status >= 0)
+        return status;
+
+    fg_config_t *cfg = NULL;
+    status = load_config(&a, &cfg);
+    if (status != 0)
+        return status;
+    if (a.check_only) {
+        printf("%s: configuration is valid\n", a.config_path);
+        fg_config_free(cfg);
+        return 0;
+    }
+    fg_log_level_t level;
+    if (fg_log_level_parse(cfg->log_level, &level) == FG_OK)
+        fg_log_set_level(level);
+
+    /* Block the signals before any thread starts, so every thread inherits the mask. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    fg_api_t *api = NULL;
+    fg_http_server_t *srv = NULL;
+    status = EXIT_RUNTIME;
+    register_build_info();
+    if (fg_api_new(&api, cfg) != FG_OK)
+        goto out;
+    size_t nroutes;
+    const fg_route_t *routes = fg_api_routes(&nroutes);
+    fg_http_options_t hopts = {
+        .host = cfg->listen_host,
+        .port = cfg->listen_port,
+        .workers = (unsigned)cfg->workers,
+        .max_body_bytes = (size_t)cfg->max_body_bytes,
+        .max_connections = (unsigned)cfg->max_connections,
+        .connection_timeout_s = (unsigned)cfg->connection_timeout_s,
+        .access_log = cfg->access_log,
+        .app = api,
+    };
+    if (fg_http_server_start(&srv, &hopts, routes, nroutes) != FG_OK)
+        goto out;
+    fg_log(FG_LOG_INFO, NULL, "fleetgate %s listening on http://%s:%u (%u workers)", FG_VERSION,
+           cfg->listen_host, (unsigned)fg_http_server_port(srv), (unsigned)cfg->workers);
+
+    for (;;) {
+        int sig;
+        if (sigwait(&sigs, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            fg_log(FG_LOG_INFO, NULL, "SIGHUP: nothing to reload yet");
+            continue;
+        }
+        fg_log(FG_LOG_INFO, NULL, "%s: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        break;
+    }
+    drain(srv, &sigs, cfg->drain_timeout_s);
+    status = 0;
+out:
+    fg_http_server_free(srv);
+    fg_api_free(api);
+    fg_config_free(cfg);
+    fg_metrics_reset();
+    if (status == 0)
+        fg_log(FG_LOG_INFO, NULL, "stopped");
+    return status;
+}

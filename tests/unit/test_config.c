@@ -1,0 +1,202 @@
+/* Unit tests of the configuration table: defaults, every rule, and the exact message each bad
+ * configuration gives (operators read these; they are part of the interface). */
+#include "fleetgate/core.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char token_path[] = "/tmp/fg-test-token-XXXXXX";
+
+static void setup(void) {
+    int fd = mkstemp(token_path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "secret-token", 12), 12);
+    close(fd);
+}
+
+static void teardown(void) {
+    unlink(token_path);
+}
+
+/* Loads text as "t.json"; returns the rc and leaves errors in errs. */
+static int load(const char *text, fg_config_t **cfg, fg_buf_t *errs) {
+    fg_buf_init(errs, 1 << 16);
+    *cfg = NULL;
+    return fg_config_load_text("t.json", text, strlen(text), cfg, errs);
+}
+
+START_TEST(empty_object_gives_defaults) {
+    fg_config_t *cfg;
+    fg_buf_t errs;
+    ck_assert_int_eq(load("{}", &cfg, &errs), FG_OK);
+    ck_assert_str_eq(cfg->listen_host, "127.0.0.1");
+    ck_assert_uint_eq(cfg->listen_port, 8080);
+    ck_assert_int_eq(cfg->workers, 4);
+    ck_assert_int_eq(cfg->max_body_bytes, 1 << 20);
+    ck_assert_int_eq(cfg->drain_timeout_s, 10);
+    ck_assert_str_eq(cfg->redis_url, "redis://127.0.0.1:6379/0");
+    ck_assert_str_eq(cfg->log_level, "info");
+    ck_assert(cfg->access_log);
+    ck_assert_uint_eq(cfg->nclusters, 0);
+    fg_config_free(cfg);
+    fg_buf_free(&errs);
+}
+END_TEST
+
+START_TEST(full_config_is_read) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{\"listen\": \"[::1]:9000\", \"workers\": 2, \"limits\": {\"max_body_bytes\": 10},"
+             " \"redis\": {\"url\": \"redis://:pw@10.0.0.1:6380/3\"}, \"log\": {\"level\": "
+             "\"debug\", \"access_log\": false}, \"clusters\": [{\"name\": \"east-1\", "
+             "\"region\": \"us-east\", \"zone\": \"us-east-1a\", \"url\": "
+             "\"https://10.1.1.1:6443\", \"token_file\": \"%s\", \"ca_file\": \"%s\"}]}",
+             token_path, token_path);
+    fg_config_t *cfg;
+    fg_buf_t errs;
+    ck_assert_msg(load(text, &cfg, &errs) == FG_OK, "%s", errs.data);
+    ck_assert_str_eq(cfg->listen_host, "::1");
+    ck_assert_uint_eq(cfg->listen_port, 9000);
+    ck_assert_int_eq(cfg->max_body_bytes, 10);
+    ck_assert(!cfg->access_log);
+    ck_assert_uint_eq(cfg->nclusters, 1);
+    ck_assert_str_eq(cfg->clusters[0].name, "east-1");
+    ck_assert_str_eq(cfg->clusters[0].zone, "us-east-1a");
+    ck_assert_str_eq(cfg->clusters[0].token_file, token_path);
+    fg_config_free(cfg);
+    fg_buf_free(&errs);
+}
+END_TEST
+
+/* Each bad configuration and the exact lines it must produce. */
+static const struct {
+    const char *text;
+    const char *want;
+} bad_cases[] = {
+    {"[]", "t.json: the configuration must be a JSON object\n"},
+    {"{\"listen\": \"x\",}", "t.json: line 1, column 16: string or '}' expected near '}'\n"},
+    {"{\"workers\": 1, \"workers\": 2}",
+     "t.json: line 1, column 24: duplicate object key near '\"workers\"'\n"},
+    {"{\"listn\": \"1.2.3.4:5\"}", "t.json: listn: unknown key\n"},
+    {"{\"listen\": \"127.0.0.1\"}",
+     "t.json: listen: not HOST:PORT with a port from 1 to 65535 (got \"127.0.0.1\")\n"},
+    {"{\"workers\": 0}", "t.json: workers: must be from 1 to 256 (got 0)\n"},
+    {"{\"workers\": \"4\"}", "t.json: workers: must be an integer (got \"4\")\n"},
+    {"{\"limits\": {\"max_body_bytes\": -1}}",
+     "t.json: limits.max_body_bytes: must be from 1 to 67108864 (got -1)\n"},
+    {"{\"limits\": 5}", "t.json: limits: must be an object (got 5)\n"},
+    {"{\"limits\": {\"drain\": 5}}", "t.json: limits.drain: unknown key\n"},
+    {"{\"redis\": {\"url\": \"http://x:1\"}}",
+     "t.json: redis.url: not a redis:// or unix:// URL (got \"http://x:1\")\n"},
+    {"{\"redis\": {\"url\": \"redis://x:1/99\"}}",
+     "t.json: redis.url: the database after '/' must be a number from 0 to 15 (got "
+     "\"redis://x:1/99\")\n"},
+    {"{\"log\": {\"level\": \"loud\"}}",
+     "t.json: log.level: must be one of debug, info, warn, error (got \"loud\")\n"},
+    {"{\"log\": {\"access_log\": 1}}", "t.json: log.access_log: must be true or false (got 1)\n"},
+    {"{\"clusters\": {}}", "t.json: clusters: must be an array (got {})\n"},
+    {"{\"clusters\": [5]}", "t.json: clusters[0]: must be an object (got 5)\n"},
+    {"{\"clusters\": [{\"name\": \"a\", \"zone\": \"z\", \"url\": \"http://h:1\"}, "
+     "{\"name\": \"b\", \"zone\": \"z\", \"url\": \"ftp://h\"}]}",
+     "t.json: clusters[1].url: not an http(s) URL (got \"ftp://h\")\n"},
+    {"{\"clusters\": [{\"zone\": \"z\", \"url\": \"http://h:1\"}]}",
+     "t.json: clusters[0].name: is required\n"},
+    {"{\"clusters\": [{\"name\": \"Bad_Name\", \"zone\": \"z\", \"url\": \"http://h:1\"}]}",
+     "t.json: clusters[0].name: not a DNS-1123 label (lowercase letters, digits and '-', 1 to 63 "
+     "characters, starting and ending with a letter or digit) (got \"Bad_Name\")\n"},
+    {"{\"clusters\": [{\"name\": \"a\", \"zone\": \"z\", \"url\": \"http://h:1\"}, "
+     "{\"name\": \"a\", \"zone\": \"z\", \"url\": \"http://h:2\"}]}",
+     "t.json: clusters[1].name: duplicate cluster name (got \"a\")\n"},
+    {"{\"clusters\": [{\"name\": \"a\", \"zone\": \"z\", \"url\": \"https://h:1\"}]}",
+     "t.json: clusters[0]: needs credentials: token_file or client_cert_file and "
+     "client_key_file\n"},
+    {"{\"clusters\": [{\"name\": \"a\", \"zone\": \"z\", \"url\": \"https://h:1\", "
+     "\"token_file\": \"/nonexistent/token\"}]}",
+     "t.json: clusters[0].token_file: cannot read this file (got \"/nonexistent/token\")\n"
+     "t.json: clusters[0]: needs credentials: token_file or client_cert_file and "
+     "client_key_file\n"},
+    /* Several problems are all reported, in file order. */
+    {"{\"workers\": 0, \"listen\": \"h\", \"bogus\": true}",
+     "t.json: workers: must be from 1 to 256 (got 0)\n"
+     "t.json: listen: not HOST:PORT with a port from 1 to 65535 (got \"h\")\n"
+     "t.json: bogus: unknown key\n"},
+};
+
+START_TEST(bad_config_table) {
+    fg_config_t *cfg;
+    fg_buf_t errs;
+    int rc = load(bad_cases[_i].text, &cfg, &errs);
+    ck_assert_int_eq(rc, FG_EINVAL);
+    ck_assert_ptr_null(cfg);
+    ck_assert_msg(errs.data && strcmp(errs.data, bad_cases[_i].want) == 0,
+                  "config %s\n got: %s\nwant: %s", bad_cases[_i].text,
+                  errs.data ? errs.data : "(nothing)", bad_cases[_i].want);
+    fg_buf_free(&errs);
+}
+END_TEST
+
+START_TEST(token_over_plain_http_refused) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "{\"clusters\": [{\"name\": \"a\", \"zone\": \"z\", \"url\": \"http://h:1\", "
+             "\"token_file\": \"%s\"}]}",
+             token_path);
+    fg_config_t *cfg;
+    fg_buf_t errs;
+    ck_assert_int_eq(load(text, &cfg, &errs), FG_EINVAL);
+    ck_assert_str_eq(errs.data, "t.json: clusters[0].token_file: a bearer token is never sent over "
+                                "plain http; use an https url\n");
+    ck_assert_ptr_null(strstr(errs.data, "secret-token"));
+    fg_buf_free(&errs);
+}
+END_TEST
+
+START_TEST(cert_without_key_refused) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "{\"clusters\": [{\"name\": \"a\", \"zone\": \"z\", \"url\": \"https://h:1\", "
+             "\"client_cert_file\": \"%s\"}]}",
+             token_path);
+    fg_config_t *cfg;
+    fg_buf_t errs;
+    ck_assert_int_eq(load(text, &cfg, &errs), FG_EINVAL);
+    ck_assert_str_eq(errs.data, "t.json: clusters[0].client_key_file: client_cert_file and "
+                                "client_key_file go together\n");
+    fg_buf_free(&errs);
+}
+END_TEST
+
+START_TEST(missing_file_is_named) {
+    fg_config_t *cfg = NULL;
+    fg_buf_t errs;
+    fg_buf_init(&errs, 1024);
+    ck_assert_int_eq(fg_config_load("/nonexistent/fleetgate.json", &cfg, &errs), FG_EINVAL);
+    ck_assert_str_eq(errs.data, "/nonexistent/fleetgate.json: cannot open the file\n");
+    fg_buf_free(&errs);
+}
+END_TEST
+
+static Suite *config_suite(void) {
+    Suite *s = suite_create("config");
+    TCase *tc = tcase_create("config");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, empty_object_gives_defaults);
+    tcase_add_test(tc, full_config_is_read);
+    tcase_add_loop_test(tc, bad_config_table, 0, sizeof bad_cases / sizeof bad_cases[0]);
+    tcase_add_test(tc, token_over_plain_http_refused);
+    tcase_add_test(tc, cert_without_key_refused);
+    tcase_add_test(tc, missing_file_is_named);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(config_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}

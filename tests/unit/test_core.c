@@ -1,0 +1,197 @@
+/* Unit tests of core/: buffers, number parsing, bounded JSON loads, metrics rendering. */
+#include "fleetgate/core.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+START_TEST(buf_refuses_growth_past_max_and_stays_unchanged) {
+    fg_buf_t b;
+    fg_buf_init(&b, 8);
+    ck_assert_int_eq(fg_buf_append(&b, "abcd", 4), FG_OK);
+    ck_assert_int_eq(fg_buf_append(&b, "efghi", 5), FG_ETOOBIG);
+    ck_assert_uint_eq(b.len, 4);
+    ck_assert_str_eq(b.data, "abcd");
+    ck_assert_int_eq(fg_buf_appendf(&b, "%s", "toolong"), FG_ETOOBIG);
+    ck_assert_int_eq(fg_buf_appendf(&b, "%d", 1234), FG_OK);
+    ck_assert_str_eq(b.data, "abcd1234");
+    fg_buf_free(&b);
+}
+END_TEST
+
+START_TEST(buf_json_escape_escapes_quotes_and_controls) {
+    fg_buf_t b;
+    fg_buf_init(&b, 64);
+    ck_assert_int_eq(fg_buf_append_json_escaped(&b, "a\"b\\c\n\x01", 7), FG_OK);
+    ck_assert_str_eq(b.data, "a\\\"b\\\\c\\u000a\\u0001");
+    fg_buf_free(&b);
+}
+END_TEST
+
+static const struct {
+    const char *in;
+    int64_t min, max;
+    int rc;
+    int64_t want;
+} int_cases[] = {
+    {"0", 0, 10, FG_OK, 0},
+    {"10", 0, 10, FG_OK, 10},
+    {"11", 0, 10, FG_ETOOBIG, 0},
+    {"-5", -10, 10, FG_OK, -5},
+    {"", 0, 10, FG_EINVAL, 0},
+    {"-", -10, 10, FG_EINVAL, 0},
+    {"12a", 0, 100, FG_EINVAL, 0},
+    {" 1", 0, 100, FG_EINVAL, 0},
+    {"+1", 0, 100, FG_EINVAL, 0},
+    {"9223372036854775807", 0, INT64_MAX, FG_OK, INT64_MAX},
+    {"9223372036854775808", 0, INT64_MAX, FG_ETOOBIG, 0},
+    {"99999999999999999999", 0, INT64_MAX, FG_ETOOBIG, 0},
+    {"-9223372036854775808", INT64_MIN, 0, FG_OK, INT64_MIN},
+};
+
+START_TEST(parse_int64_table) {
+    int64_t v = -42;
+    const char *in = int_cases[_i].in;
+    int rc = fg_parse_int64(in, strlen(in), int_cases[_i].min, int_cases[_i].max, &v);
+    ck_assert_msg(rc == int_cases[_i].rc, "input '%s': rc %d, want %d", in, rc, int_cases[_i].rc);
+    if (rc == FG_OK)
+        ck_assert_int_eq(v, int_cases[_i].want);
+    else
+        ck_assert_int_eq(v, -42); /* untouched on failure */
+}
+END_TEST
+
+START_TEST(parse_hostport_accepts_v4_v6_names) {
+    char *host = NULL;
+    uint16_t port = 0;
+    ck_assert_int_eq(fg_parse_hostport("127.0.0.1:8080", &host, &port), FG_OK);
+    ck_assert_str_eq(host, "127.0.0.1");
+    ck_assert_uint_eq(port, 8080);
+    free(host);
+    ck_assert_int_eq(fg_parse_hostport("[::1]:443", &host, &port), FG_OK);
+    ck_assert_str_eq(host, "::1");
+    free(host);
+    ck_assert_int_eq(fg_parse_hostport("localhost:1", &host, &port), FG_OK);
+    free(host);
+}
+END_TEST
+
+START_TEST(parse_hostport_refuses_bad_forms) {
+    static const char *const bad[] = {"",           "8080",   ":8080",   "host:",   "host:0",
+                                      "host:65536", "::1:80", "[::1]80", "host:80x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *host = NULL;
+        uint16_t port;
+        ck_assert_msg(fg_parse_hostport(bad[i], &host, &port) == FG_EINVAL, "'%s' accepted",
+                      bad[i]);
+        ck_assert_ptr_null(host);
+    }
+}
+END_TEST
+
+START_TEST(dns1123_label_rules) {
+    ck_assert(fg_is_dns1123_label("shop", 4));
+    ck_assert(fg_is_dns1123_label("a-1", 3));
+    ck_assert(!fg_is_dns1123_label("-a", 2));
+    ck_assert(!fg_is_dns1123_label("a-", 2));
+    ck_assert(!fg_is_dns1123_label("Shop", 4));
+    ck_assert(!fg_is_dns1123_label("a_b", 3));
+    ck_assert(!fg_is_dns1123_label("", 0));
+    char long_name[65];
+    memset(long_name, 'a', 64);
+    long_name[64] = '\0';
+    ck_assert(fg_is_dns1123_label(long_name, 63));
+    ck_assert(!fg_is_dns1123_label(long_name, 64));
+}
+END_TEST
+
+START_TEST(json_load_refuses_duplicate_keys_with_position) {
+    json_t *j = NULL;
+    char err[256];
+    const char *text = "{\"a\": 1,\n \"a\": 2}";
+    ck_assert_int_eq(fg_json_load(text, strlen(text), &j, err, sizeof err), FG_EINVAL);
+    ck_assert_ptr_null(j);
+    ck_assert_msg(strstr(err, "line 2") != NULL && strstr(err, "duplicate") != NULL, "%s", err);
+}
+END_TEST
+
+START_TEST(json_load_refuses_deep_nesting) {
+    char text[200];
+    memset(text, '[', 100);
+    memset(text + 100, ']', 100);
+    json_t *j = NULL;
+    char err[256];
+    ck_assert_int_eq(fg_json_load(text, sizeof text, &j, err, sizeof err), FG_EINVAL);
+    ck_assert_msg(strstr(err, "column 65") && strstr(err, "nesting"), "%s", err);
+    /* Brackets inside strings do not count. */
+    const char *ok =
+        "{\"k\": \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"}";
+    ck_assert_int_eq(fg_json_load(ok, strlen(ok), &j, err, sizeof err), FG_OK);
+    json_decref(j);
+}
+END_TEST
+
+START_TEST(json_load_reports_where_it_broke) {
+    json_t *j = NULL;
+    char err[256];
+    const char *text = "{\"a\": tru}";
+    ck_assert_int_eq(fg_json_load(text, strlen(text), &j, err, sizeof err), FG_EINVAL);
+    ck_assert_msg(strncmp(err, "line 1, column", 14) == 0, "%s", err);
+}
+END_TEST
+
+START_TEST(metrics_render_counters_gauges_histograms) {
+    static const char *const labels[] = {"route", NULL};
+    fg_metric_t *c =
+        fg_metrics_register("t_requests_total", "Requests.", FG_METRIC_COUNTER, labels);
+    fg_metric_t *h =
+        fg_metrics_register("t_duration_seconds", "Durations.", FG_METRIC_HISTOGRAM, labels);
+    const char *v1[] = {"/a\"b"};
+    fg_metric_add(c, v1, 1);
+    fg_metric_add(c, v1, 2);
+    fg_metric_observe(h, v1, 0.003);
+    fg_metric_observe(h, v1, 7.0);
+    fg_buf_t b;
+    fg_buf_init(&b, 1 << 16);
+    ck_assert_int_eq(fg_metrics_render(&b), FG_OK);
+    ck_assert_ptr_nonnull(strstr(b.data, "# TYPE t_requests_total counter\n"));
+    ck_assert_ptr_nonnull(strstr(b.data, "t_requests_total{route=\"/a\\\"b\"} 3\n"));
+    ck_assert_ptr_nonnull(
+        strstr(b.data, "t_duration_seconds_bucket{route=\"/a\\\"b\",le=\"0.0025\"} 0\n"));
+    ck_assert_ptr_nonnull(
+        strstr(b.data, "t_duration_seconds_bucket{route=\"/a\\\"b\",le=\"0.005\"} 1\n"));
+    ck_assert_ptr_nonnull(
+        strstr(b.data, "t_duration_seconds_bucket{route=\"/a\\\"b\",le=\"+Inf\"} 2\n"));
+    ck_assert_ptr_nonnull(strstr(b.data, "t_duration_seconds_count{route=\"/a\\\"b\"} 2\n"));
+    fg_buf_free(&b);
+    fg_buf_init(&b, 16);
+    ck_assert_int_eq(fg_metrics_render(&b), FG_ETOOBIG);
+    fg_buf_free(&b);
+    fg_metrics_reset();
+}
+END_TEST
+
+static Suite *core_suite(void) {
+    Suite *s = suite_create("core");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, buf_refuses_growth_past_max_and_stays_unchanged);
+    tcase_add_test(tc, buf_json_escape_escapes_quotes_and_controls);
+    tcase_add_loop_test(tc, parse_int64_table, 0, sizeof int_cases / sizeof int_cases[0]);
+    tcase_add_test(tc, parse_hostport_accepts_v4_v6_names);
+    tcase_add_test(tc, parse_hostport_refuses_bad_forms);
+    tcase_add_test(tc, dns1123_label_rules);
+    tcase_add_test(tc, json_load_refuses_duplicate_keys_with_position);
+    tcase_add_test(tc, json_load_refuses_deep_nesting);
+    tcase_add_test(tc, json_load_reports_where_it_broke);
+    tcase_add_test(tc, metrics_render_counters_gauges_histograms);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(core_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
