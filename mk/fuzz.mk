@@ -1,22 +1,32 @@
 # Fuzz targets (libFuzzer, clang): tests/fuzz/fuzz_<name>.c, one per parser of untrusted input,
 # with seeds in tests/fuzz/corpus/<name>/. `make fuzz` builds them; `make fuzz-run` runs each
-# for FUZZ_SECONDS (bounded, so it belongs in `make test`). A target is built from the sources
-# directly with clang, instrumented with ASan+UBSan, so no separate library build is needed.
+# for FUZZ_SECONDS (bounded, so it belongs in `make test`). The library is compiled once with
+# clang's coverage instrumentation and ASan+UBSan into build/fuzz/libfleetgate.a.
 
 DEB_PKGS += clang libclang-rt-14-dev
 FUZZ_CC := clang
 FUZZ_SECONDS ?= 15
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
-FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-              -fno-sanitize-recover=all -Iinclude $(PKG_CFLAGS)
+FUZZ_SAN := address,undefined
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-sanitize-recover=all -Iinclude $(PKG_CFLAGS)
+FUZZ_LIB := build/fuzz/libfleetgate.a
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=build/fuzz/obj/%.o)
 
 .PHONY: fuzz fuzz-run
 TEST_STEPS += fuzz-run
 
-build/fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(wildcard include/fleetgate/*.h)
+build/fuzz/obj/%.o: %.c $(wildcard include/fleetgate/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(LIB_SRC) $(LIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -c $< -o $@
+
+$(FUZZ_LIB): $(FUZZ_LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ $< $(FUZZ_LIB) $(LIBS)
 
 fuzz: $(FUZZ_BINS)
 
