@@ -1,0 +1,45 @@
+# kubesim: the Kubernetes API server simulator (tests/kubesim/, see its README.md).
+# `make` builds build/kubesim; `make test` runs kubesim-check (its check suites, normal and
+# ASan/UBSan builds) and kubesim-kubectl (the real kubectl against it).
+
+KS_DIR := tests/kubesim
+KS_SRC := $(filter-out $(KS_DIR)/main.c,$(wildcard $(KS_DIR)/*.c))
+KS_OBJ := $(KS_SRC:%.c=$(BUILD)/obj/%.o)
+KS_LIB := $(BUILD)/libkubesim.a
+KUBESIM := $(BUILD)/kubesim
+KS_TEST_SRC := $(wildcard $(KS_DIR)/tests/test_*.c)
+KS_TEST_BINS := $(KS_TEST_SRC:$(KS_DIR)/tests/%.c=$(BUILD)/tests/kubesim/%)
+# the real fixtures, committed under tests/fixtures/k8s (a copy of ../shared/fixtures/k8s
+# without its 5.7 MB openapi-v3 folder); override with FG_SHARED=DIR holding fixtures/k8s
+FG_SHARED ?= tests
+
+ALL_BINS += $(KUBESIM)
+TEST_STEPS += kubesim-check kubesim-kubectl
+# kubesim needs no Debian packages beyond the Makefile's (libmicrohttpd, jansson, libssl, check).
+
+$(BUILD)/obj/$(KS_DIR)/%.o: ALL_CFLAGS += -I$(KS_DIR)
+
+$(KS_LIB): $(KS_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(KUBESIM): $(BUILD)/obj/$(KS_DIR)/main.o $(KS_LIB) $(LIB)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+$(BUILD)/tests/kubesim/%: $(BUILD)/obj/$(KS_DIR)/tests/%.o $(KS_LIB) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS) $(CHECK_LIBS)
+
+.PHONY: kubesim-check kubesim-check-one kubesim-kubectl
+
+# The suites of this build; kubesim-check runs them here and under ASan/UBSan.
+kubesim-check-one: $(KS_TEST_BINS)
+	@set -e; for t in $(KS_TEST_BINS); do echo "== $$t"; FG_SHARED=$(FG_SHARED) $$t; done
+
+kubesim-check:
+	$(MAKE) --no-print-directory kubesim-check-one
+	$(MAKE) --no-print-directory SANITIZE=1 kubesim-check-one
+
+kubesim-kubectl: $(KUBESIM)
+	KUBESIM=$(KUBESIM) $(KS_DIR)/kubectl_compat.sh

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# kubectl compatibility suite: starts build/kubesim on free ports with a temporary TLS directory
+# and drives it with the real kubectl (verifying the generated CA, sending the bearer token).
+# Prints "N passed, M failed"; exits non-zero when any check fails or kubectl is missing.
+set -u
+KUBESIM=${KUBESIM:-build/kubesim}
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; [ -n "${2:-}" ] && echo "$2" | head -20 | sed 's/^/     /'; }
+
+if ! command -v kubectl >/dev/null 2>&1; then
+    echo "kubectl_compat: kubectl is not installed on this machine; this suite needs it"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+tmp=$(mktemp -d /tmp/kubesim-compat-XXXXXX)
+pid=""
+cleanup() {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# a free port pair: ask the kernel for one, try the next if taken
+port=""
+for _ in 1 2 3 4 5; do
+    cand=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    "$KUBESIM" --clusters 1 --base-port "$cand" --token compat-token --tls-dir "$tmp/tls" \
+        --bookmark-interval-ms 500 >"$tmp/out" 2>"$tmp/err" &
+    pid=$!
+    for _ in $(seq 50); do grep -q "url https://" "$tmp/out" 2>/dev/null && break; sleep 0.1; done
+    if grep -q "url https://" "$tmp/out"; then port=$cand; break; fi
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=""
+done
+if [ -z "$port" ]; then
+    echo "kubectl_compat: kubesim did not start: $(cat "$tmp/err")"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+K=(kubectl --server "https://127.0.0.1:$port" --certificate-authority "$tmp/tls/ca.crt"
+   --token compat-token --request-timeout 10s)
+
+cat >"$tmp/pod.yaml" <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: p1, namespace: default, labels: {app: demo}}
+spec:
+  containers: [{name: main, image: "busybox:1.36"}]
+YAML
+cat >"$tmp/dep.yaml" <<'YAML'
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default, labels: {app: web}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: nginx
+        image: "nginx:1.25"
+        env: [{name: MODE, value: prod}]
+YAML
+
+out=$("${K[@]}" api-resources 2>&1)
+if echo "$out" | grep -q "deployments.*deploy.*apps/v1.*true.*Deployment" &&
+   echo "$out" | grep -q "horizontalpodautoscalers.*hpa.*autoscaling/v2"; then ok "api-resources"
+else bad "api-resources" "$out"; fi
+
+out=$("${K[@]}" get namespaces 2>&1)
+if echo "$out" | grep -q "^kube-system"; then ok "get namespaces"; else bad "get namespaces" "$out"; fi
+
+out=$(kubectl --server "https://127.0.0.1:$port" --certificate-authority "$tmp/tls/ca.crt" \
+      --token wrong get pods 2>&1)
+if echo "$out" | grep -qi "unauthorized"; then ok "wrong token is refused"; else bad "wrong token is refused" "$out"; fi
+
+out=$("${K[@]}" create -f "$tmp/pod.yaml" 2>&1)
+if [ "$out" = "pod/p1 created" ]; then ok "create -f"; else bad "create -f" "$out"; fi
+
+out=$("${K[@]}" create -f "$tmp/pod.yaml" 2>&1)
+if echo "$out" | grep -q 'AlreadyExists.*pods "p1" already exists'; then ok "create twice is AlreadyExists"
+else bad "create twice is AlreadyExists" "$out"; fi
+
+out=$("${K[@]}" get pods 2>&1)
+if echo "$out" | grep -q "^p1 "; then ok "get"; else bad "get" "$out"; fi
+
+out=$("${K[@]}" get pod p1 -o json 2>&1)
+if echo "$out" | grep -q '"kind": "Pod"' && echo "$out" | grep -q '"uid":' &&
+   echo "$out" | grep -q '"resourceVersion":'; then ok "get -o json"; else bad "get -o json" "$out"; fi
+
+out=$("${K[@]}" get pod p1 -o json --show-managed-fields 2>&1)
+if echo "$out" | grep -q '"manager": "kubectl-create"'; then ok "managedFields carry the kubectl manager"
+else bad "managedFields carry the kubectl manager" "$out"; fi
+
+out=$("${K[@]}" apply -f "$tmp/dep.yaml" 2>&1)
+if [ "$out" = "deployment.apps/web created" ]; then ok "apply -f (create)"; else bad "apply -f (create)" "$out"; fi
+sed -i 's/nginx:1.25/nginx:1.26/' "$tmp/dep.yaml"
+out=$("${K[@]}" apply -f "$tmp/dep.yaml" 2>&1)
+img=$("${K[@]}" get deploy web -o jsonpath='{.spec.template.spec.containers[0].image} {.metadata.generation}' 2>&1)
+if [ "$out" = "deployment.apps/web configured" ] && [ "$img" = "nginx:1.26 2" ]; then ok "apply -f (change)"
+else bad "apply -f (change)" "$out / $img"; fi
+
+out=$("${K[@]}" scale deployment web --replicas=5 2>&1)
+rep=$("${K[@]}" get deploy web -o jsonpath='{.spec.replicas}' 2>&1)
+if [ "$out" = "deployment.apps/web scaled" ] && [ "$rep" = "5" ]; then ok "scale"; else bad "scale" "$out / $rep"; fi
+
+out=$("${K[@]}" label pod p1 tier=frontend 2>&1)
+sel=$("${K[@]}" get pods -l 'tier in (frontend),app=demo' -o name 2>&1)
+if [ "$out" = "pod/p1 labeled" ] && [ "$sel" = "pod/p1" ]; then ok "label + get -l"; else bad "label + get -l" "$out / $sel"; fi
+
+# get -w: a change made while watching shows up; the watch is bounded by timeout
+( timeout 4 "${K[@]}" get pods -w --output-watch-events >"$tmp/watch" 2>&1 ) &
+wpid=$!
+sleep 1.5
+"${K[@]}" label pod p1 watched=yes >/dev/null 2>&1
+"${K[@]}" create -f - >/dev/null 2>&1 <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: p2, namespace: default}
+spec: {containers: [{name: c, image: "busybox:1.36"}]}
+YAML
+wait "$wpid"
+if grep -q "^ADDED *p1" "$tmp/watch" && grep -q "^MODIFIED *p1" "$tmp/watch" &&
+   grep -q "^ADDED *p2" "$tmp/watch"; then ok "get -w"; else bad "get -w" "$(cat "$tmp/watch")"; fi
+
+for i in $(seq 3 9); do
+    sed "s/name: p1/name: p$i/" "$tmp/pod.yaml" | "${K[@]}" create -f - >/dev/null 2>&1
+done
+out=$("${K[@]}" get pods --chunk-size=2 -v=6 2>&1)
+pages=$(echo "$out" | grep -c "pods?.*limit=2")
+rows=$(echo "$out" | grep -c "^p[0-9] ")
+if [ "$pages" = "5" ] && [ "$rows" = "9" ]; then ok "get --chunk-size"
+else bad "get --chunk-size (pages $pages rows $rows)" "$out"; fi
+
+out=$("${K[@]}" delete deployment web 2>&1)
+gone=$("${K[@]}" get deployment web 2>&1)
+if [ "$out" = 'deployment.apps "web" deleted' ] && echo "$gone" | grep -q "NotFound"; then ok "delete"
+else bad "delete" "$out / $gone"; fi
+
+out=$("${K[@]}" get --raw '/api/v1/pods?watch=1&resourceVersion=1&timeoutSeconds=2' 2>&1 | head -1)
+if echo "$out" | grep -q '"type":"ADDED"'; then ok "raw watch from an RV in history"; else bad "raw watch from an RV in history" "$out"; fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
