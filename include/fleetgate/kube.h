@@ -1,0 +1,231 @@
+/* kube: fleetgate's Kubernetes client (the only module that includes curl.h).
+ *
+ * - fg_kube_error_t: what went wrong talking to a member cluster (a Kubernetes Status, a
+ *   transport failure, or an answer fleetgate refuses), one struct for all of them;
+ * - the watch-stream parser: bytes in (any chunking), {type, object} events out;
+ * - the translation of Kubernetes objects into fleetgate's simplified model, one table per
+ *   kind (src/kube/translate.c; cache/SCHEMA.md says where every output field comes from);
+ * - the client: per-cluster credentials and TLS, synchronous requests with JSON bodies, and
+ *   watches that run in a caller's event loop (fg_kube_loop_t wraps a curl multi handle).
+ *
+ * Read src/kube/ in this order: status.c, watch.c, quantity.c, translate.c, client.c.
+ */
+#ifndef FLEETGATE_KUBE_H
+#define FLEETGATE_KUBE_H
+
+#include "fleetgate/core.h"
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* reason values fleetgate sets itself when there is no Kubernetes Status to quote. */
+#define FG_KUBE_REASON_TRANSPORT    "Transport"     /* connect, TLS, reset: no HTTP answer */
+#define FG_KUBE_REASON_TIMEOUT      "Timeout"       /* the request's deadline passed */
+#define FG_KUBE_REASON_BAD_RESPONSE "BadResponse"   /* the cluster answered something unusable */
+#define FG_KUBE_REASON_TOO_LARGE    "TooLarge"      /* an answer or an event passed its bound */
+#define FG_KUBE_REASON_BAD_STREAM   "BadWatchEvent" /* the watch stream carried garbage */
+
+typedef struct {
+    long http_code;        /* HTTP status; for a watch ERROR event the Status's code; 0 if none */
+    char reason[64];       /* Status.reason ("NotFound", "Expired", ...) or an FG_KUBE_REASON_* */
+    char message[512];     /* Status.message or fleetgate's own text, truncated, never secrets */
+    int64_t retry_after_s; /* details.retryAfterSeconds, else the Retry-After header; -1: none */
+} fg_kube_error_t;
+
+void fg_kube_error_clear(fg_kube_error_t *err);
+/* Fills err from a Kubernetes Status object (borrowed). http_code is the HTTP status of the
+ * answer, used when the Status carries no code. Returns FG_OK, or FG_EINVAL when status is not
+ * a Status (err is then filled as a BadResponse naming what was wrong). */
+int fg_kube_error_from_status(const json_t *status, long http_code, fg_kube_error_t *err);
+/* Fills err from an HTTP error answer whose body may or may not be a Status (never fails). */
+void fg_kube_error_from_body(long http_code, const char *body, size_t len, fg_kube_error_t *err);
+/* True for "the resourceVersion is gone, relist": code 410 (reason Expired, or Gone before 1.18).
+ */
+bool fg_kube_error_is_gone(const fg_kube_error_t *err);
+
+/* ---- watch-stream parser ----------------------------------------------- */
+
+typedef enum {
+    FG_KUBE_EV_ADDED = 0,
+    FG_KUBE_EV_MODIFIED,
+    FG_KUBE_EV_DELETED,
+    FG_KUBE_EV_BOOKMARK,
+    FG_KUBE_EV_ERROR,
+} fg_kube_event_type_t;
+
+const char *fg_kube_event_type_name(fg_kube_event_type_t t);
+
+/* One watch event, valid only during the callback: everything in it is borrowed. Keep the
+ * object past the callback with json_incref. */
+typedef struct {
+    fg_kube_event_type_t type;
+    json_t *object;               /* the event's object (a Status for ERROR); never NULL */
+    const char *resource_version; /* object.metadata.resourceVersion; NULL only for ERROR */
+    bool initial_events_end;      /* BOOKMARK with annotation k8s.io/initial-events-end "true" */
+    const fg_kube_error_t *error; /* ERROR: the Status as an error (410: relist); else NULL */
+} fg_kube_event_t;
+
+/* Called once per event. Return FG_OK to go on; any other value stops the parser, which then
+ * returns that value from fg_kube_watch_parser_feed (and keeps returning it). */
+typedef int (*fg_kube_event_cb)(void *ud, const fg_kube_event_t *ev);
+
+typedef struct fg_kube_watch_parser fg_kube_watch_parser_t;
+
+#define FG_KUBE_DEFAULT_MAX_EVENT_BYTES (8u * 1024u * 1024u)
+
+/* A parser for one watch stream. max_event_bytes bounds one event's JSON text (0: the
+ * default, 8 MiB). Returns FG_OK with *out set (free with fg_kube_watch_parser_free). */
+int fg_kube_watch_parser_new(fg_kube_watch_parser_t **out, size_t max_event_bytes,
+                             fg_kube_event_cb cb, void *ud);
+/* Feeds the next bytes of the stream, split anywhere. Events are JSON objects one after the
+ * other (the wire puts a newline after each; whitespace between them is skipped). Returns
+ * FG_OK; FG_EINVAL when the stream is garbage (not JSON, unknown type, no object, an object
+ * that is not an object, a BOOKMARK without resourceVersion); FG_ETOOBIG when one event passes
+ * the bound; or the callback's value. After a failure the parser is dead: every later call
+ * returns the same value; fg_kube_watch_parser_error says why. The caller restarts the watch. */
+int fg_kube_watch_parser_feed(fg_kube_watch_parser_t *p, const void *data, size_t len);
+/* End of stream: FG_OK when no event was left half-received, else FG_EINVAL. */
+int fg_kube_watch_parser_finish(fg_kube_watch_parser_t *p);
+/* The reason of the last failure ("" when none), as an error the caller can log and act on. */
+const fg_kube_error_t *fg_kube_watch_parser_error(const fg_kube_watch_parser_t *p);
+/* Events delivered so far. */
+uint64_t fg_kube_watch_parser_events(const fg_kube_watch_parser_t *p);
+void fg_kube_watch_parser_free(fg_kube_watch_parser_t *p);
+
+/* ---- the simplified model ---------------------------------------------- */
+
+typedef enum {
+    FG_KIND_POD = 0,
+    FG_KIND_APP,     /* apps/v1 Deployment */
+    FG_KIND_JOBSET,  /* batch/v1 Job */
+    FG_KIND_CRONJOB, /* batch/v1 CronJob */
+    FG_KIND_SCALER,  /* autoscaling/v2 HorizontalPodAutoscaler */
+    FG_KIND_EVENT,   /* v1 Event (events.k8s.io/v1 field names accepted as fallbacks) */
+    FG_KIND_NODE,    /* v1 Node */
+    FG_KIND_PROJECT, /* v1 Namespace */
+    FG_KIND_COUNT
+} fg_kind_t;
+
+/* What the informers need to list and watch a kind. Static storage, never freed. */
+typedef struct {
+    fg_kind_t kind;
+    const char *name;       /* fleetgate's name: "pod", "app", ... */
+    const char *k8s_kind;   /* "Pod", "Deployment", ... */
+    const char *api_prefix; /* "/api/v1", "/apis/apps/v1", ... */
+    const char *resource;   /* "pods", "deployments", ... */
+    bool namespaced;
+} fg_kube_kind_info_t;
+
+const fg_kube_kind_info_t *fg_kube_kind_info(fg_kind_t kind);
+/* The kind an object of this Kubernetes kind/apiVersion translates to: FG_OK, or FG_ENOENT
+ * when fleetgate does not serve it (e.g. autoscaling/v1 HorizontalPodAutoscaler). */
+int fg_kube_kind_of(const char *k8s_kind, const char *api_version, fg_kind_t *out);
+
+/* Where the object came from; both strings are copied into the output. */
+typedef struct {
+    const char *cluster;
+    const char *zone;
+} fg_kube_origin_t;
+
+/* Translates one Kubernetes object (borrowed) of the given kind into a new simplified object.
+ * Returns FG_OK with *out (a new reference: json_decref it), or FG_EINVAL with err set to
+ * "PATH: what is wrong (got TYPE)" when the object is malformed (missing metadata or name,
+ * a field of the wrong type). Output sizes are bounded (see FG_KUBE_MAX_*). */
+int fg_kube_translate(fg_kind_t kind, const json_t *obj, const fg_kube_origin_t *origin,
+                      json_t **out, char *err, size_t errlen);
+
+/* Bounds on what one translation emits; what is cut is counted in an "…Omitted" field. */
+#define FG_KUBE_MAX_CONTAINERS 64
+#define FG_KUBE_MAX_LIST_ITEMS 64 /* conditions, taints, metrics, IPs, active jobs */
+#define FG_KUBE_MAX_LABELS     128
+
+/* A Kubernetes quantity ("500m", "1Gi", "1.5", "2e3") as an integer: in thousandths of the
+ * unit when milli is true (cpu in millicores), else in units (bytes, GPUs), rounded up as
+ * Kubernetes rounds. FG_OK, FG_EINVAL (not a quantity), or FG_ETOOBIG (outside int64). */
+int fg_kube_quantity_parse(const char *s, size_t len, bool milli, int64_t *out);
+
+/* ---- the client -------------------------------------------------------- */
+
+typedef struct fg_kube_client fg_kube_client_t;
+
+/* Zero means the default. */
+typedef struct {
+    long timeout_ms;           /* whole-request deadline of fg_kube_request (default 10 s) */
+    long connect_timeout_ms;   /* TCP + TLS handshake (default 5 s) */
+    size_t max_response_bytes; /* one answer of fg_kube_request (default 32 MiB, decoded) */
+    size_t max_request_bytes;  /* one request body (default 3 MiB, what an API server takes) */
+    size_t max_event_bytes;    /* one watch event (default FG_KUBE_DEFAULT_MAX_EVENT_BYTES) */
+} fg_kube_client_opts_t;
+
+/* A client for one member cluster (conf is copied; opts may be NULL). Reads the bearer token
+ * from conf->token_file now (at most 16 KiB, surrounding whitespace trimmed; it is never
+ * logged). Returns FG_OK with *out (free with fg_kube_client_free after every watch made from
+ * it is freed), or FG_EINVAL / FG_ENOENT with err saying which setting is wrong. The client
+ * is thread-safe: requests from several threads share its connections, TLS sessions and DNS. */
+int fg_kube_client_new(fg_kube_client_t **out, const fg_cluster_conf_t *conf,
+                       const fg_kube_client_opts_t *opts, fg_kube_error_t *err);
+void fg_kube_client_free(fg_kube_client_t *c);
+const char *fg_kube_client_name(const fg_kube_client_t *c);
+
+typedef enum {
+    FG_KUBE_GET = 0,
+    FG_KUBE_POST,
+    FG_KUBE_PUT,
+    FG_KUBE_PATCH, /* body sent as application/merge-patch+json */
+    FG_KUBE_DELETE,
+} fg_kube_method_t;
+
+/* One request, blocking the calling thread until the answer or the deadline. path is the part
+ * after the cluster URL, with its query ("/api/v1/namespaces/a/pods?limit=500"); body
+ * (borrowed, may be NULL) is sent as JSON. On a 2xx JSON answer returns FG_OK with *out (a
+ * new reference) and *http_code (may be NULL). Otherwise returns FG_ERR (the cluster answered
+ * an error: err holds its Status), FG_ETIMEOUT, FG_EIO (no answer), FG_ETOOBIG (body or answer
+ * over its bound) or FG_EINVAL (an answer that is not JSON), always with err filled. */
+int fg_kube_request(fg_kube_client_t *c, fg_kube_method_t method, const char *path,
+                    const json_t *body, json_t **out, long *http_code, fg_kube_error_t *err);
+
+/* ---- watches in an event loop ------------------------------------------ */
+
+/* An event loop for long-lived transfers (a curl multi handle). Used by one thread at a time. */
+typedef struct fg_kube_loop fg_kube_loop_t;
+
+int fg_kube_loop_new(fg_kube_loop_t **out);
+/* Frees the loop; every watch still in it is removed first (its done callback is not called). */
+void fg_kube_loop_free(fg_kube_loop_t *loop);
+/* Runs the loop for at most timeout_ms: waits for sockets, moves bytes, calls the event and
+ * done callbacks. *running (may be NULL) gets the number of watches still going. Returns FG_OK
+ * or FG_EIO (the multi handle failed: the caller frees the loop). */
+int fg_kube_loop_run(fg_kube_loop_t *loop, int timeout_ms, int *running);
+/* Makes a fg_kube_loop_run in another thread return early (thread-safe). */
+void fg_kube_loop_wakeup(fg_kube_loop_t *loop);
+
+typedef struct fg_kube_watch fg_kube_watch_t;
+
+/* Called once when a watch ends, from fg_kube_loop_run: rc FG_OK when the server closed the
+ * stream cleanly (its timeoutSeconds passed: re-watch from the last resourceVersion), else the
+ * failure with err filled (HTTP Status such as 410, transport, garbage, deadline). The watch is
+ * out of the loop by then; the callback may free it. */
+typedef void (*fg_kube_watch_done_cb)(void *ud, fg_kube_watch_t *w, int rc,
+                                      const fg_kube_error_t *err);
+
+typedef struct {
+    fg_kube_event_cb on_event;     /* required; non-FG_OK stops the watch with that rc */
+    fg_kube_watch_done_cb on_done; /* required */
+    void *ud;
+    long deadline_ms;    /* whole-stream bound (0: none; set timeoutSeconds in the path too) */
+    long idle_timeout_s; /* end the watch when no byte came for this long (0: never) */
+} fg_kube_watch_opts_t;
+
+/* A watch of path (a collection URL with watch=true and its options) on client c (borrowed:
+ * it must outlive the watch). Starts when added to a loop. Returns FG_OK with *out (free with
+ * fg_kube_watch_free), or FG_EINVAL. */
+int fg_kube_watch_new(fg_kube_watch_t **out, fg_kube_client_t *c, const char *path,
+                      const fg_kube_watch_opts_t *opts);
+/* Starts the watch in loop. FG_OK, or FG_EINVAL when it already ran or is in a loop. */
+int fg_kube_loop_add(fg_kube_loop_t *loop, fg_kube_watch_t *w);
+/* Stops the watch if it runs (no done callback) and frees it. Not from its own on_event. */
+void fg_kube_watch_free(fg_kube_watch_t *w);
+/* The last resourceVersion the watch delivered (an event's or a bookmark's), or NULL. The
+ * string belongs to the watch. */
+const char *fg_kube_watch_last_rv(const fg_kube_watch_t *w);
+
+#endif

@@ -1,0 +1,642 @@
+/* kube/client.c: the HTTP side of the Kubernetes client, on libcurl (the only file of
+ * fleetgate that includes curl.h).
+ *
+ * One fg_kube_client_t per member cluster holds its credentials and:
+ * - a pool of easy handles for fg_kube_request: a handle keeps its connections open between
+ *   requests, so taking one from the pool reuses a warm TLS connection; threads that find the
+ *   pool empty make a new handle and give it back afterwards (the pool keeps POOL_MAX);
+ * - a share handle (DNS cache and TLS sessions) used by every handle of the client, pooled or
+ *   watching, with one mutex per shared data kind as libcurl asks for threaded use.
+ * Watches have their own easy handle, added to a caller's fg_kube_loop_t (a curl multi); its
+ * write callback feeds the watch parser directly, so events leave the loop as they arrive.
+ *
+ * Security: TLS verification is on unless the cluster's insecure_skip_tls_verify is set;
+ * redirects are never followed (a token must not travel to another host); only http and
+ * https are allowed; the bearer token lives in one header list and is never logged or put in
+ * an error message; a token over plain http is refused here as in the configuration.
+ */
+#include "fleetgate/kube.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define POOL_MAX         8
+#define MAX_TOKEN_BYTES  16384
+#define MAX_PATH_BYTES   8192
+#define MAX_ERROR_BODY   65536 /* an error answer (a Status) is small */
+#define DEFAULT_TIMEOUT  10000
+#define DEFAULT_CONNECT  5000
+#define DEFAULT_MAX_RESP (32u << 20)
+#define DEFAULT_MAX_REQ  (3u << 20)
+
+struct fg_kube_client {
+    char *name;
+    char *base_url; /* without a trailing '/' */
+    char *ca_file, *cert_file, *key_file;
+    bool insecure;
+    long timeout_ms, connect_timeout_ms;
+    size_t max_response, max_request, max_event;
+    struct curl_slist *hdr_get;   /* Accept (+ Authorization) */
+    struct curl_slist *hdr_json;  /* + Content-Type: application/json */
+    struct curl_slist *hdr_merge; /* + Content-Type: application/merge-patch+json */
+    CURLSH *share;
+    pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
+    pthread_mutex_t pool_lock;
+    CURL *pool[POOL_MAX];
+    int npool;
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init(void) {
+    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static void share_lock(CURL *e, curl_lock_data data, curl_lock_access access, void *ud) {
+    (void)e, (void)access;
+    fg_kube_client_t *c = ud;
+    pthread_mutex_lock(&c->share_locks[data]);
+}
+
+static void share_unlock(CURL *e, curl_lock_data data, void *ud) {
+    (void)e;
+    fg_kube_client_t *c = ud;
+    pthread_mutex_unlock(&c->share_locks[data]);
+}
+
+__attribute__((format(printf, 3, 4))) static void set_err(fg_kube_error_t *err, const char *reason,
+                                                          const char *fmt, ...) {
+    if (err == NULL)
+        return;
+    fg_kube_error_clear(err);
+    snprintf(err->reason, sizeof err->reason, "%s", reason);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+}
+
+/* Reads the bearer token: at most MAX_TOKEN_BYTES, surrounding whitespace trimmed, no other
+ * whitespace or control bytes inside (it goes into an HTTP header). */
+static int read_token(const char *path, char **out, fg_kube_error_t *err) {
+    char *data = NULL;
+    size_t len = 0;
+    int rc = fg_read_file(path, MAX_TOKEN_BYTES, &data, &len);
+    if (rc != FG_OK) {
+        set_err(err, "Config", "token_file %s: %s", path,
+                rc == FG_ETOOBIG ? "larger than 16 KiB" : "cannot be read");
+        return rc == FG_ETOOBIG ? FG_EINVAL : FG_ENOENT;
+    }
+    size_t start = 0;
+    while (start < len && (data[start] == ' ' || data[start] == '\n' || data[start] == '\r' ||
+                           data[start] == '\t'))
+        start++;
+    while (len > start && (data[len - 1] == ' ' || data[len - 1] == '\n' || data[len - 1] == '\r' ||
+                           data[len - 1] == '\t'))
+        len--;
+    if (len == start) {
+        free(data);
+        set_err(err, "Config", "token_file %s: empty", path);
+        return FG_EINVAL;
+    }
+    for (size_t i = start; i < len; i++) {
+        unsigned char ch = (unsigned char)data[i];
+        if (ch <= 0x20 || ch == 0x7f) {
+            free(data);
+            set_err(err, "Config", "token_file %s: the token holds whitespace or control bytes",
+                    path);
+            return FG_EINVAL;
+        }
+    }
+    *out = fg_xstrndup(data + start, len - start);
+    /* The file's bytes held the secret too: clear them before freeing. */
+    explicit_bzero(data, len);
+    free(data);
+    return FG_OK;
+}
+
+static struct curl_slist *append_header(struct curl_slist *l, const char *h) {
+    struct curl_slist *n = curl_slist_append(l, h);
+    if (n == NULL)
+        abort(); /* out of memory */
+    return n;
+}
+
+void fg_kube_client_free(fg_kube_client_t *c) {
+    if (c == NULL)
+        return;
+    for (int i = 0; i < c->npool; i++)
+        curl_easy_cleanup(c->pool[i]);
+    if (c->share != NULL)
+        curl_share_cleanup(c->share);
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_destroy(&c->share_locks[i]);
+    pthread_mutex_destroy(&c->pool_lock);
+    curl_slist_free_all(c->hdr_get);
+    curl_slist_free_all(c->hdr_json);
+    curl_slist_free_all(c->hdr_merge);
+    free(c->name);
+    free(c->base_url);
+    free(c->ca_file);
+    free(c->cert_file);
+    free(c->key_file);
+    free(c);
+}
+
+int fg_kube_client_new(fg_kube_client_t **out, const fg_cluster_conf_t *conf,
+                       const fg_kube_client_opts_t *opts, fg_kube_error_t *err) {
+    int rc = FG_OK;
+    fg_kube_client_t *c = NULL;
+    char *token = NULL, *auth = NULL;
+    pthread_once(&curl_once, curl_init);
+    if (curl_init_rc != CURLE_OK) {
+        set_err(err, FG_KUBE_REASON_TRANSPORT, "libcurl failed to initialise");
+        return FG_EIO;
+    }
+    if (conf == NULL || conf->url == NULL || conf->name == NULL) {
+        set_err(err, "Config", "cluster without a name or url");
+        return FG_EINVAL;
+    }
+    bool https = strncmp(conf->url, "https://", 8) == 0;
+    if (!https && strncmp(conf->url, "http://", 7) != 0) {
+        set_err(err, "Config", "cluster %s: url is not http(s)", conf->name);
+        return FG_EINVAL;
+    }
+    if (!https && conf->token_file != NULL) {
+        set_err(err, "Config", "cluster %s: a bearer token is never sent over plain http",
+                conf->name);
+        return FG_EINVAL;
+    }
+    if ((conf->client_cert_file == NULL) != (conf->client_key_file == NULL)) {
+        set_err(err, "Config", "cluster %s: client_cert_file and client_key_file go together",
+                conf->name);
+        return FG_EINVAL;
+    }
+    if (conf->token_file != NULL) {
+        rc = read_token(conf->token_file, &token, err);
+        if (rc != FG_OK)
+            goto out;
+    }
+    c = fg_xcalloc(1, sizeof *c);
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_init(&c->share_locks[i], NULL);
+    pthread_mutex_init(&c->pool_lock, NULL);
+    c->name = fg_xstrdup(conf->name);
+    c->base_url = fg_xstrdup(conf->url);
+    size_t n = strlen(c->base_url);
+    while (n > 0 && c->base_url[n - 1] == '/')
+        c->base_url[--n] = '\0';
+    c->ca_file = conf->ca_file ? fg_xstrdup(conf->ca_file) : NULL;
+    c->cert_file = conf->client_cert_file ? fg_xstrdup(conf->client_cert_file) : NULL;
+    c->key_file = conf->client_key_file ? fg_xstrdup(conf->client_key_file) : NULL;
+    c->insecure = conf->insecure_skip_tls_verify;
+    c->timeout_ms = opts && opts->timeout_ms > 0 ? opts->timeout_ms : DEFAULT_TIMEOUT;
+    c->connect_timeout_ms =
+        opts && opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms : DEFAULT_CONNECT;
+    c->max_response =
+        opts && opts->max_response_bytes > 0 ? opts->max_response_bytes : DEFAULT_MAX_RESP;
+    c->max_request =
+        opts && opts->max_request_bytes > 0 ? opts->max_request_bytes : DEFAULT_MAX_REQ;
+    c->max_event =
+        opts && opts->max_event_bytes > 0 ? opts->max_event_bytes : FG_KUBE_DEFAULT_MAX_EVENT_BYTES;
+    struct curl_slist **lists[] = {&c->hdr_get, &c->hdr_json, &c->hdr_merge};
+    if (token != NULL)
+        auth = fg_xasprintf("Authorization: Bearer %s", token);
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        *lists[i] = append_header(NULL, "Accept: application/json");
+        if (auth != NULL)
+            *lists[i] = append_header(*lists[i], auth);
+    }
+    c->hdr_json = append_header(c->hdr_json, "Content-Type: application/json");
+    c->hdr_merge = append_header(c->hdr_merge, "Content-Type: application/merge-patch+json");
+    c->share = curl_share_init();
+    if (c->share == NULL) {
+        set_err(err, FG_KUBE_REASON_TRANSPORT, "curl_share_init failed");
+        rc = FG_EIO;
+        goto out;
+    }
+    curl_share_setopt(c->share, CURLSHOPT_LOCKFUNC, share_lock);
+    curl_share_setopt(c->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+    curl_share_setopt(c->share, CURLSHOPT_USERDATA, c);
+    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    *out = c;
+    c = NULL;
+out:
+    if (token != NULL) {
+        explicit_bzero(token, strlen(token));
+        free(token);
+    }
+    if (auth != NULL) {
+        explicit_bzero(auth, strlen(auth));
+        free(auth);
+    }
+    fg_kube_client_free(c);
+    return rc;
+}
+
+const char *fg_kube_client_name(const fg_kube_client_t *c) {
+    return c->name;
+}
+
+/* A path is the part after the base URL: it starts with '/' and holds no whitespace or
+ * control bytes (it is not escaped here; callers build it from validated names). */
+static bool path_ok(const char *path) {
+    if (path == NULL || path[0] != '/')
+        return false;
+    size_t n = strnlen(path, MAX_PATH_BYTES + 1);
+    if (n > MAX_PATH_BYTES)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)path[i] <= 0x20 || path[i] == 0x7f)
+            return false;
+    return true;
+}
+
+/* The settings every transfer of this client has: URL, TLS, credentials, limits. */
+static void setup_easy(fg_kube_client_t *c, CURL *e, const char *url, struct curl_slist *headers,
+                       char *errbuf) {
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_SHARE, c->share);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, "fleetgate/" FG_VERSION);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, c->insecure ? 0L : 1L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, c->insecure ? 0L : 2L);
+    if (c->ca_file != NULL)
+        curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
+    if (c->cert_file != NULL) {
+        curl_easy_setopt(e, CURLOPT_SSLCERT, c->cert_file);
+        curl_easy_setopt(e, CURLOPT_SSLKEY, c->key_file);
+    }
+}
+
+/* Turns a failed transfer into (rc, err). */
+static int transfer_error(CURLcode res, const char *errbuf, fg_kube_error_t *err) {
+    const char *detail = errbuf[0] ? errbuf : curl_easy_strerror(res);
+    if (res == CURLE_OPERATION_TIMEDOUT) {
+        set_err(err, FG_KUBE_REASON_TIMEOUT, "deadline passed: %s", detail);
+        return FG_ETIMEOUT;
+    }
+    set_err(err, FG_KUBE_REASON_TRANSPORT, "%s", detail);
+    return FG_EIO;
+}
+
+static CURL *pool_take(fg_kube_client_t *c) {
+    CURL *e = NULL;
+    pthread_mutex_lock(&c->pool_lock);
+    if (c->npool > 0)
+        e = c->pool[--c->npool];
+    pthread_mutex_unlock(&c->pool_lock);
+    if (e == NULL) {
+        e = curl_easy_init();
+        if (e == NULL)
+            abort(); /* out of memory */
+    }
+    return e;
+}
+
+static void pool_give(fg_kube_client_t *c, CURL *e) {
+    /* reset keeps the handle's open connections and caches, drops the options */
+    curl_easy_reset(e);
+    pthread_mutex_lock(&c->pool_lock);
+    if (c->npool < POOL_MAX) {
+        c->pool[c->npool++] = e;
+        e = NULL;
+    }
+    pthread_mutex_unlock(&c->pool_lock);
+    if (e != NULL)
+        curl_easy_cleanup(e);
+}
+
+typedef struct {
+    fg_buf_t body;
+    bool overflow;
+    int64_t retry_after_s;
+} answer_t;
+
+static size_t on_body(char *data, size_t size, size_t n, void *ud) {
+    answer_t *a = ud;
+    if (fg_buf_append(&a->body, data, size * n) != FG_OK) {
+        a->overflow = true;
+        return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
+    }
+    return size * n;
+}
+
+/* Keeps a Retry-After in seconds (the HTTP-date form is not used by API servers). */
+static size_t on_header(char *data, size_t size, size_t n, void *ud) {
+    answer_t *a = ud;
+    size_t len = size * n;
+    static const char name[] = "retry-after:";
+    if (len > sizeof name - 1 && strncasecmp(data, name, sizeof name - 1) == 0) {
+        size_t i = sizeof name - 1, j = len;
+        while (i < j && (data[i] == ' ' || data[i] == '\t'))
+            i++;
+        while (j > i && (data[j - 1] == '\r' || data[j - 1] == '\n' || data[j - 1] == ' '))
+            j--;
+        int64_t v;
+        if (fg_parse_int64(data + i, j - i, 0, 86400, &v) == FG_OK)
+            a->retry_after_s = v;
+    }
+    return len;
+}
+
+static const char *const method_names[] = {
+    [FG_KUBE_GET] = "GET",     [FG_KUBE_POST] = "POST",     [FG_KUBE_PUT] = "PUT",
+    [FG_KUBE_PATCH] = "PATCH", [FG_KUBE_DELETE] = "DELETE",
+};
+
+int fg_kube_request(fg_kube_client_t *c, fg_kube_method_t method, const char *path,
+                    const json_t *body, json_t **out, long *http_code, fg_kube_error_t *err) {
+    int rc = FG_OK;
+    char *url = NULL, *text = NULL;
+    size_t text_len = 0;
+    CURL *e = NULL;
+    char errbuf[CURL_ERROR_SIZE] = "";
+    answer_t a = {.retry_after_s = -1};
+    fg_buf_init(&a.body, c->max_response);
+    fg_kube_error_t scratch;
+    if (err == NULL)
+        err = &scratch;
+    fg_kube_error_clear(err);
+    if ((unsigned)method > FG_KUBE_DELETE || !path_ok(path)) {
+        set_err(err, "BadRequest", "invalid method or path");
+        rc = FG_EINVAL;
+        goto out;
+    }
+    if (body != NULL) {
+        text = fg_json_dumps(body, &text_len);
+        if (text_len > c->max_request) {
+            set_err(err, FG_KUBE_REASON_TOO_LARGE, "request body of %zu bytes is over %zu",
+                    text_len, c->max_request);
+            rc = FG_ETOOBIG;
+            goto out;
+        }
+    }
+    url = fg_xasprintf("%s%s", c->base_url, path);
+    e = pool_take(c);
+    setup_easy(c, e, url,
+               method == FG_KUBE_PATCH ? c->hdr_merge : (body ? c->hdr_json : c->hdr_get), errbuf);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* API servers gzip large lists */
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &a);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &a);
+    if (method != FG_KUBE_GET)
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method_names[method]);
+    if (text != NULL) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, text);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)text_len);
+    }
+    CURLcode res = curl_easy_perform(e);
+    long code = 0;
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+    if (http_code != NULL)
+        *http_code = code;
+    if (res == CURLE_WRITE_ERROR && a.overflow) {
+        set_err(err, FG_KUBE_REASON_TOO_LARGE, "answer larger than %zu bytes", c->max_response);
+        err->http_code = code;
+        rc = FG_ETOOBIG;
+        goto out;
+    }
+    if (res != CURLE_OK) {
+        rc = transfer_error(res, errbuf, err);
+        goto out;
+    }
+    if (code < 200 || code > 299) {
+        fg_kube_error_from_body(code, a.body.data, a.body.len, err);
+        if (err->retry_after_s < 0)
+            err->retry_after_s = a.retry_after_s;
+        rc = FG_ERR;
+        goto out;
+    }
+    json_t *j = NULL;
+    char jerr[160];
+    if (fg_json_load(a.body.data ? a.body.data : "", a.body.len, &j, jerr, sizeof jerr) != FG_OK ||
+        !json_is_object(j)) {
+        json_decref(j);
+        set_err(err, FG_KUBE_REASON_BAD_RESPONSE, "HTTP %ld answer is not a JSON object%s%s", code,
+                j == NULL ? ": " : "", j == NULL ? jerr : "");
+        err->http_code = code;
+        rc = FG_EINVAL;
+        goto out;
+    }
+    *out = j;
+out:
+    if (e != NULL)
+        pool_give(c, e);
+    fg_buf_free(&a.body);
+    free(url);
+    free(text);
+    return rc;
+}
+
+/* ---- watches in a loop ---------------------------------------------------- */
+
+struct fg_kube_loop {
+    CURLM *multi;
+    fg_kube_watch_t *head; /* watches in the loop */
+};
+
+struct fg_kube_watch {
+    fg_kube_client_t *client;
+    CURL *easy;
+    char *url;
+    fg_kube_watch_opts_t opts;
+    fg_kube_watch_parser_t *parser;
+    fg_kube_loop_t *loop; /* while in the loop */
+    fg_kube_watch_t *prev, *next;
+    bool started;
+    long http_code;   /* 0 until the first body byte */
+    fg_buf_t errbody; /* the body of a non-2xx answer */
+    int stop_rc;      /* the parser's or the handler's failure */
+    char *last_rv;
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+int fg_kube_loop_new(fg_kube_loop_t **out) {
+    fg_kube_loop_t *l = fg_xcalloc(1, sizeof *l);
+    pthread_once(&curl_once, curl_init);
+    l->multi = curl_multi_init();
+    if (l->multi == NULL) {
+        free(l);
+        return FG_EIO;
+    }
+    *out = l;
+    return FG_OK;
+}
+
+static void unlink_watch(fg_kube_watch_t *w) {
+    fg_kube_loop_t *l = w->loop;
+    curl_multi_remove_handle(l->multi, w->easy);
+    if (w->prev != NULL)
+        w->prev->next = w->next;
+    else
+        l->head = w->next;
+    if (w->next != NULL)
+        w->next->prev = w->prev;
+    w->prev = w->next = NULL;
+    w->loop = NULL;
+}
+
+void fg_kube_loop_free(fg_kube_loop_t *loop) {
+    if (loop == NULL)
+        return;
+    while (loop->head != NULL)
+        unlink_watch(loop->head);
+    curl_multi_cleanup(loop->multi);
+    free(loop);
+}
+
+void fg_kube_loop_wakeup(fg_kube_loop_t *loop) {
+    curl_multi_wakeup(loop->multi);
+}
+
+static int watch_event(void *ud, const fg_kube_event_t *ev) {
+    fg_kube_watch_t *w = ud;
+    if (ev->resource_version != NULL) {
+        free(w->last_rv);
+        w->last_rv = fg_xstrdup(ev->resource_version);
+    }
+    return w->opts.on_event(w->opts.ud, ev);
+}
+
+static size_t watch_body(char *data, size_t size, size_t n, void *ud) {
+    fg_kube_watch_t *w = ud;
+    size_t len = size * n;
+    if (w->http_code == 0)
+        curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &w->http_code);
+    if (w->http_code < 200 || w->http_code > 299) {
+        fg_buf_append(&w->errbody, data, len); /* past the bound, the rest is dropped */
+        return len;
+    }
+    int rc = fg_kube_watch_parser_feed(w->parser, data, len);
+    if (rc != FG_OK) {
+        w->stop_rc = rc;
+        return 0; /* aborts the transfer */
+    }
+    return len;
+}
+
+int fg_kube_watch_new(fg_kube_watch_t **out, fg_kube_client_t *c, const char *path,
+                      const fg_kube_watch_opts_t *opts) {
+    if (c == NULL || opts == NULL || opts->on_event == NULL || opts->on_done == NULL ||
+        !path_ok(path))
+        return FG_EINVAL;
+    fg_kube_watch_t *w = fg_xcalloc(1, sizeof *w);
+    w->client = c;
+    w->opts = *opts;
+    w->url = fg_xasprintf("%s%s", c->base_url, path);
+    fg_buf_init(&w->errbody, MAX_ERROR_BODY);
+    fg_kube_watch_parser_new(&w->parser, c->max_event, watch_event, w);
+    w->easy = curl_easy_init();
+    if (w->easy == NULL)
+        abort(); /* out of memory */
+    setup_easy(c, w->easy, w->url, c->hdr_get, w->errbuf);
+    curl_easy_setopt(w->easy, CURLOPT_PRIVATE, w);
+    curl_easy_setopt(w->easy, CURLOPT_WRITEFUNCTION, watch_body);
+    curl_easy_setopt(w->easy, CURLOPT_WRITEDATA, w);
+    curl_easy_setopt(w->easy, CURLOPT_TIMEOUT_MS, opts->deadline_ms > 0 ? opts->deadline_ms : 0L);
+    if (opts->idle_timeout_s > 0) {
+        curl_easy_setopt(w->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(w->easy, CURLOPT_LOW_SPEED_TIME, opts->idle_timeout_s);
+    }
+    *out = w;
+    return FG_OK;
+}
+
+int fg_kube_loop_add(fg_kube_loop_t *loop, fg_kube_watch_t *w) {
+    if (loop == NULL || w == NULL || w->started)
+        return FG_EINVAL;
+    if (curl_multi_add_handle(loop->multi, w->easy) != CURLM_OK)
+        return FG_EIO;
+    w->started = true;
+    w->loop = loop;
+    w->next = loop->head;
+    if (loop->head != NULL)
+        loop->head->prev = w;
+    loop->head = w;
+    return FG_OK;
+}
+
+void fg_kube_watch_free(fg_kube_watch_t *w) {
+    if (w == NULL)
+        return;
+    if (w->loop != NULL)
+        unlink_watch(w);
+    curl_easy_cleanup(w->easy);
+    fg_kube_watch_parser_free(w->parser);
+    fg_buf_free(&w->errbody);
+    free(w->url);
+    free(w->last_rv);
+    free(w);
+}
+
+const char *fg_kube_watch_last_rv(const fg_kube_watch_t *w) {
+    return w->last_rv;
+}
+
+/* The outcome of a finished watch transfer. */
+static int watch_outcome(fg_kube_watch_t *w, CURLcode res, fg_kube_error_t *err) {
+    fg_kube_error_clear(err);
+    if (w->stop_rc != FG_OK) {
+        *err = *fg_kube_watch_parser_error(w->parser);
+        return w->stop_rc;
+    }
+    if (w->http_code == 0)
+        curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &w->http_code);
+    if (res != CURLE_OK) {
+        int rc = transfer_error(res, w->errbuf, err);
+        err->http_code = w->http_code;
+        return rc;
+    }
+    if (w->http_code < 200 || w->http_code > 299) {
+        fg_kube_error_from_body(w->http_code, w->errbody.data, w->errbody.len, err);
+        return FG_ERR;
+    }
+    int rc = fg_kube_watch_parser_finish(w->parser);
+    if (rc != FG_OK)
+        *err = *fg_kube_watch_parser_error(w->parser);
+    return rc;
+}
+
+int fg_kube_loop_run(fg_kube_loop_t *loop, int timeout_ms, int *running) {
+    int n = 0;
+    if (curl_multi_perform(loop->multi, &n) != CURLM_OK ||
+        curl_multi_poll(loop->multi, NULL, 0, timeout_ms, NULL) != CURLM_OK ||
+        curl_multi_perform(loop->multi, &n) != CURLM_OK)
+        return FG_EIO;
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(loop->multi, &left)) != NULL) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        fg_kube_watch_t *w = NULL;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&w);
+        CURLcode res = msg->data.result;
+        fg_kube_error_t err;
+        int rc = watch_outcome(w, res, &err);
+        unlink_watch(w);
+        /* the callback may free w: nothing touches it afterwards */
+        w->opts.on_done(w->opts.ud, w, rc, &err);
+    }
+    if (running != NULL) {
+        int count = 0;
+        for (fg_kube_watch_t *w = loop->head; w != NULL; w = w->next)
+            count++;
+        *running = count;
+    }
+    return FG_OK;
+}
