@@ -5,12 +5,12 @@
 FROM debian:bookworm-slim AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      build-essential pkg-config git ca-certificates \
+      build-essential pkg-config git ca-certificates nodejs npm \
       libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libhiredis-dev libssl-dev libjwt-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
-RUN make clean && make -j"$(nproc)" build/fleetgate
+RUN make clean && make -j"$(nproc)" build/fleetgate && make docs
 
 FROM debian:bookworm-slim
 RUN apt-get update \
@@ -21,6 +21,7 @@ RUN apt-get update \
  && useradd --system --gid fleetgate --home-dir /nonexistent --shell /usr/sbin/nologin fleetgate
 COPY --from=build /src/build/fleetgate /usr/local/bin/fleetgate
 COPY api/openapi.yaml /usr/share/fleetgate/openapi.yaml
+COPY --from=build /src/build/docs/index.html /usr/share/fleetgate/docs/index.html
 COPY conf/container.json /etc/fleetgate/fleetgate.json
 USER fleetgate:fleetgate
 EXPOSE 8080
