@@ -15,7 +15,8 @@ FG_SHARED ?= tests
 
 ALL_BINS += $(KUBESIM)
 TEST_STEPS += kubesim-check kubesim-kubectl
-# kubesim needs no Debian packages beyond the Makefile's (libmicrohttpd, jansson, libssl, check).
+# kubesim needs no Debian packages beyond the Makefile's (libmicrohttpd, jansson, libssl, check;
+# curl and python3 for kubectl_compat.sh). WebSocket framing for exec is its own (README.md).
 
 $(BUILD)/obj/$(KS_DIR)/%.o: ALL_CFLAGS += -I$(KS_DIR)
 
@@ -31,7 +32,7 @@ $(BUILD)/tests/kubesim/%: $(BUILD)/obj/$(KS_DIR)/tests/%.o $(KS_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS) $(CHECK_LIBS)
 
-.PHONY: kubesim-check kubesim-check-one kubesim-kubectl
+.PHONY: kubesim-check kubesim-check-one kubesim-kubectl kubesim-bench
 
 # The suites of this build; kubesim-check runs them here and under ASan/UBSan.
 kubesim-check-one: $(KS_TEST_BINS)
@@ -43,3 +44,7 @@ kubesim-check:
 
 kubesim-kubectl: $(KUBESIM)
 	KUBESIM=$(KUBESIM) $(KS_DIR)/kubectl_compat.sh
+
+# Not in make test: seeding 3000 nodes + 120000 pods, RSS, paged LISTs, churn (a minute or so).
+kubesim-bench: $(KUBESIM)
+	KUBESIM=$(KUBESIM) tests/bench/kubesim_bench.sh

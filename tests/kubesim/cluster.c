@@ -41,6 +41,10 @@ int ks_cluster_new(const char *name, const char *region, const char *zone, const
     c->token = token ? fg_xstrdup(token) : NULL;
     c->port = port;
     c->bookmark_ms = bookmark_ms;
+    pthread_mutex_init(&c->admin_mu, NULL);
+    c->faults.error_status = 503;
+    c->timing =
+        (ks_timing_t){.start_ms = 0, .run_ms = 0, .heartbeat_ms = 10000, .log_lines_per_sec = 1.0};
     for (size_t i = 0; BASE_NAMESPACES[i] != NULL; i++)
         seed_namespace(c, BASE_NAMESPACES[i]);
     *out = c;
@@ -50,7 +54,10 @@ int ks_cluster_new(const char *name, const char *region, const char *zone, const
 void ks_cluster_free(ks_cluster_t *c) {
     if (c == NULL)
         return;
+    ks_churn_stop(c);
+    ks_ctrl_stop(c);
     ks_store_free(c->store);
+    pthread_mutex_destroy(&c->admin_mu);
     free(c->name);
     free(c->region);
     free(c->zone);

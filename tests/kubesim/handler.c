@@ -119,17 +119,35 @@ static void dispatch(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t,
         method_not_allowed(out, req);
 }
 
-int ks_handle(ks_cluster_t *c, const ks_req_t *req, ks_resp_t *out) {
+/* The verb a resource request counts as in /_kubesim/stats. */
+static ks_verb_t verb_of(const ks_req_t *req, const ks_target_t *t) {
+    static const struct {
+        const char *method;
+        ks_verb_t verb;
+    } VERBS[] = {{"POST", KS_VERB_CREATE},
+                 {"PUT", KS_VERB_UPDATE},
+                 {"PATCH", KS_VERB_PATCH},
+                 {"DELETE", KS_VERB_DELETE}};
+    if (strcmp(req->method, "GET") == 0) {
+        const char *w = ks_req_query(req, "watch");
+        if (t->name != NULL)
+            return KS_VERB_GET;
+        return w != NULL && (strcmp(w, "true") == 0 || strcmp(w, "1") == 0) ? KS_VERB_WATCH
+                                                                            : KS_VERB_LIST;
+    }
+    for (size_t i = 0; i < sizeof(VERBS) / sizeof(VERBS[0]); i++) {
+        if (strcmp(req->method, VERBS[i].method) == 0)
+            return VERBS[i].verb;
+    }
+    return KS_VERB_GET;
+}
+
+/* Routes a Kubernetes path; counts resource requests when count is set, and applies the faults
+ * (after counting: a request failed by a fault was still received) when faults is set. */
+static void route(ks_cluster_t *c, const ks_req_t *req, ks_resp_t *out, bool external) {
     char *buf = NULL;
     char *segs[MAX_SEGS];
     ks_target_t t;
-    memset(out, 0, sizeof(*out));
-    if (!authorized(c, req)) {
-        ks_status_reply(out, 401, "Unauthorized", "Unauthorized", NULL, NULL, NULL, NULL);
-        goto out;
-    }
-    if (ks_discovery(c, req, out) == FG_OK)
-        goto out;
     buf = fg_xstrdup(req->path);
     size_t n = split_path(buf, segs);
     int rc = FG_ENOENT;
@@ -137,6 +155,15 @@ int ks_handle(ks_cluster_t *c, const ks_req_t *req, ks_resp_t *out) {
         rc = resolve("", segs[1], segs + 2, n - 2, &t);
     else if (n >= 3 && strcmp(segs[0], "apis") == 0)
         rc = resolve(segs[1], segs[2], segs + 3, n - 3, &t);
+    if (external && rc == FG_OK)
+        __atomic_add_fetch(&c->requests[verb_of(req, &t)], 1, __ATOMIC_RELAXED);
+    if (external && ks_faults_apply(c, out) != FG_OK)
+        goto out;
+    if (ks_discovery(c, req, out) == FG_OK)
+        goto out;
+    if (rc == FG_OK && t.sub != NULL && ks_resources[t.res].namespaced &&
+        strcmp(ks_resources[t.res].kind, "Pod") == 0 && ks_pod_sub(c, req, &t, out) == FG_OK)
+        goto out;
     if (rc != FG_OK || !sub_served(&t)) {
         not_found(out);
         goto out;
@@ -144,5 +171,21 @@ int ks_handle(ks_cluster_t *c, const ks_req_t *req, ks_resp_t *out) {
     dispatch(c, req, &t, out);
 out:
     free(buf);
+}
+
+int ks_handle(ks_cluster_t *c, const ks_req_t *req, ks_resp_t *out) {
+    memset(out, 0, sizeof(*out));
+    if (!authorized(c, req)) {
+        ks_status_reply(out, 401, "Unauthorized", "Unauthorized", NULL, NULL, NULL, NULL);
+        return FG_OK;
+    }
+    if (ks_admin(c, req, out) == FG_OK)
+        return FG_OK;
+    route(c, req, out, true);
     return FG_OK;
+}
+
+void ks_handle_internal(ks_cluster_t *c, const ks_req_t *req, ks_resp_t *out) {
+    memset(out, 0, sizeof(*out));
+    route(c, req, out, false);
 }

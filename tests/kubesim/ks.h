@@ -3,7 +3,9 @@
  * Read in this order: resources.c (the table of served kinds), store.c (objects, resourceVersions,
  * the change log and its waiters), selector.c, status.c (Status errors), discovery.c, read.c (GET,
  * LIST, WATCH), write.c + patch.c + managed.c (writes), handler.c (routing of one request),
- * server.c (libmicrohttpd glue), tls.c, main.c (flags, config, start-up).
+ * admin.c (/_kubesim/: stats, faults, seeding, churn), controller.c (the living cluster),
+ * logs.c + exec.c (pod log and exec), server.c (libmicrohttpd glue, the WebSocket upgrade),
+ * tls.c, main.c (flags, config, start-up).
  *
  * The request handler (ks_handle) knows nothing of HTTP libraries: it takes a ks_req_t and fills a
  * ks_resp_t, so the check suites drive it directly.
@@ -59,14 +61,22 @@ typedef struct {
     int refs;
     int res;      /* index into ks_resources */
     char *key;    /* "namespace/name" or "name" */
-    json_t *json; /* the object without kind/apiVersion (owned) */
+    json_t *json; /* the object without kind/apiVersion (owned); NULL for a raw (seeded) object
+                   * until ks_obj_json parses ser */
     char *ser;    /* compact JSON of json, serialised once */
     size_t ser_len;
     int64_t rv;
+    bool raw; /* stored from text (seeding, churn): json starts NULL */
 } ks_obj_t;
 
 void ks_obj_ref(ks_obj_t *o);
 void ks_obj_unref(ks_obj_t *o);
+/* The object's JSON, borrowed (lives as long as o): a raw object is parsed once and keeps the
+ * tree. For single-object paths (writes, GET-modify); scans over many objects use ks_obj_parse. */
+json_t *ks_obj_json(const ks_obj_t *o);
+/* The object's JSON as a new reference the caller decrefs; a raw object is parsed each time and
+ * keeps no tree (so a scan of 100k seeded objects does not grow memory). */
+json_t *ks_obj_parse(const ks_obj_t *o);
 
 typedef enum { KS_ADDED = 0, KS_MODIFIED, KS_DELETED } ks_event_type_t;
 
@@ -89,6 +99,14 @@ int64_t ks_store_rv(ks_store_t *s);
 int64_t ks_store_oldest_rv(ks_store_t *s);
 /* Wakes every waiter so they notice shutdown. */
 void ks_store_close(ks_store_t *s);
+/* Wakes every waiter (they re-check their own end conditions, e.g. a cut-watches). */
+void ks_store_kick(ks_store_t *s);
+/* Drops the change history: the oldest reconstructible RV becomes the current one. */
+void ks_store_compact(ks_store_t *s);
+/* Number of stored objects of resource res. */
+size_t ks_store_count(ks_store_t *s, int res);
+/* Of those, the ones that are not raw (not seeded): the controllers skip a kind when 0. */
+size_t ks_store_count_live(ks_store_t *s, int res);
 
 /* FG_OK with *out referenced (caller unrefs), or FG_ENOENT. */
 int ks_store_get(ks_store_t *s, int res, const char *key, ks_obj_t **out);
@@ -99,6 +117,14 @@ typedef enum { KS_PUT_CREATE, KS_PUT_UPDATE } ks_put_mode_t;
  * an existing key is KS_EEXIST. On success *out (may be NULL) is the stored version, referenced. */
 int ks_store_put(ks_store_t *s, int res, const char *key, json_t *obj, ks_put_mode_t mode,
                  int64_t expect_rv, ks_obj_t **out);
+/* Stores a raw object for seeding: ser (stolen, compact JSON without kind/apiVersion) holds
+ * `"resourceVersion":""`, which the store fills in. CREATE only: FG_OK or KS_EEXIST. The object
+ * keeps no JSON tree until one is needed (memory: about the size of its text). */
+int ks_store_put_raw(ks_store_t *s, int res, const char *key, char *ser, size_t len);
+/* The same as an update of an existing key (expect_rv > 0: must match, else KS_ECONFLICT;
+ * FG_ENOENT when absent); the churn keeps mutated seeded objects raw this way. */
+int ks_store_update_raw(ks_store_t *s, int res, const char *key, char *ser, size_t len,
+                        int64_t expect_rv);
 /* Deletes key; *out (may be NULL) is the final state, referenced. FG_OK or FG_ENOENT. */
 int ks_store_delete(ks_store_t *s, int res, const char *key, ks_obj_t **out);
 
@@ -108,6 +134,12 @@ int ks_store_delete(ks_store_t *s, int res, const char *key, ks_obj_t **out);
  * FG_OK, KS_EEXPIRED (at_rv is older than the history), KS_ETOOLARGE (newer than the store). */
 int ks_store_list(ks_store_t *s, int res, const char *ns, const char *after, int64_t at_rv,
                   ks_obj_t ***items, size_t *n, int64_t *rv_out);
+/* The same, where only the first max items (in key order) must be exact and complete: *n may
+ * be larger (a rewind keeps max + the number of changes since at_rv). *total is how many
+ * objects were in range (>= *n). LIST pages use it so a page of 500 out of 120k does not
+ * reference every object. */
+int ks_store_list_max(ks_store_t *s, int res, const char *ns, const char *after, int64_t at_rv,
+                      size_t max, ks_obj_t ***items, size_t *n, size_t *total, int64_t *rv_out);
 void ks_objs_free(ks_obj_t **items, size_t n);
 
 /* Copies up to max events with rv > after into evs (referenced; release with ks_events_release),
@@ -146,6 +178,8 @@ typedef struct {
     const char *content_type;  /* may be NULL */
     const char *user_agent;    /* may be NULL */
     const char *authorization; /* the Authorization header, may be NULL */
+    const char *ws_key;        /* Sec-WebSocket-Key (an upgrade request), may be NULL */
+    const char *ws_protocol;   /* Sec-WebSocket-Protocol offered, may be NULL */
     const char *body;
     size_t body_len;
 } ks_req_t;
@@ -155,17 +189,70 @@ const char *ks_req_query(const ks_req_t *req, const char *key);
 
 typedef struct ks_watch ks_watch_t;
 
+/* A generic streaming answer (pod logs with follow): next appends to b, waiting up to wait_ms;
+ * FG_OK (b may be empty) or FG_ENOENT at the end. free releases st. */
+typedef struct {
+    void *st;
+    int (*next)(void *st, fg_buf_t *b, int wait_ms);
+    void (*free)(void *st);
+} ks_stream_t;
+
+/* An upgraded connection (exec over WebSocket): the server sends the 101 with these headers, then
+ * calls run(st, fd, extra, extra_len) on a thread of its own with the raw (non-blocking) socket;
+ * run owns st and frees it. */
+typedef struct {
+    void *st;
+    const char *protocol; /* Sec-WebSocket-Protocol answered */
+    char accept[32];      /* Sec-WebSocket-Accept */
+    void (*run)(void *st, int fd, const char *extra, size_t extra_len);
+    void (*free)(void *st); /* when the upgrade never happens */
+} ks_upgrade_t;
+
 typedef struct {
     int code;
     char *body; /* malloc'd; NULL when watch is set */
     size_t len;
     const char *content_type;
-    ks_watch_t *watch; /* a streaming answer: read it with ks_watch_next */
+    ks_watch_t *watch;    /* a streaming answer: read it with ks_watch_next */
+    ks_stream_t stream;   /* another streaming answer when stream.next is set */
+    ks_upgrade_t upgrade; /* a WebSocket upgrade when upgrade.run is set */
+    bool drop;            /* close the connection without an answer (fault "down") */
 } ks_resp_t;
 
 void ks_resp_free(ks_resp_t *r);
 
 /* ---- clusters and the handler (handler.c) ------------------------------- */
+
+/* Request verbs counted by /_kubesim/stats, in its key order. */
+typedef enum {
+    KS_VERB_LIST = 0,
+    KS_VERB_WATCH,
+    KS_VERB_GET,
+    KS_VERB_CREATE,
+    KS_VERB_UPDATE,
+    KS_VERB_PATCH,
+    KS_VERB_DELETE,
+    KS_NVERBS
+} ks_verb_t;
+
+/* Fault settings of one cluster (POST /_kubesim/faults replaces them whole). */
+typedef struct {
+    int64_t latency_ms;
+    double error_rate; /* 0..1 */
+    int error_status;
+    bool down;
+} ks_faults_t;
+
+/* Timings of the simulated kubelet and controllers (zero delays for fast tests). */
+typedef struct {
+    int64_t start_ms;         /* scheduled -> Running */
+    int64_t run_ms;           /* how long a Job pod runs before it ends */
+    int64_t heartbeat_ms;     /* node Ready heartbeat period */
+    double log_lines_per_sec; /* generated log lines per container */
+} ks_timing_t;
+
+typedef struct ks_churn ks_churn_t;
+typedef struct ks_ctrl ks_ctrl_t;
 
 typedef struct {
     char *name;
@@ -176,6 +263,16 @@ typedef struct {
     ks_store_t *store;
     int64_t bookmark_ms; /* period of BOOKMARK events on watches that allow them */
     volatile int stopping;
+    /* part 2: admin state (admin.c) */
+    pthread_mutex_t admin_mu; /* guards faults and churn */
+    ks_faults_t faults;
+    uint64_t requests[KS_NVERBS]; /* atomic counters */
+    volatile int cut_gen;         /* bumped by cut-watches: older watches end */
+    ks_churn_t *churn;
+    /* part 2: the living cluster (controller.c) */
+    ks_timing_t timing;
+    ks_ctrl_t *ctrl;
+    int64_t clock_offset_s; /* added to the controller's wall clock (tests move time) */
 } ks_cluster_t;
 
 /* A cluster with an empty store holding the namespaces every cluster has (default, kube-system,
@@ -186,6 +283,45 @@ void ks_cluster_free(ks_cluster_t *c);
 
 /* Answers one request. Always fills *out (a Status on failure); returns FG_OK. */
 int ks_handle(ks_cluster_t *c, const ks_req_t *req, ks_resp_t *out);
+/* The same without auth, faults or counting: the controllers' own API calls. */
+void ks_handle_internal(ks_cluster_t *c, const ks_req_t *req, ks_resp_t *out);
+
+/* ---- controllers and the simulated kubelet (controller.c) -------------- */
+
+/* Node shape for the nodes a cluster starts with. */
+typedef struct {
+    int64_t count;
+    int64_t cpu_milli;
+    int64_t memory_bytes;
+    int64_t gpus;
+    int64_t max_pods;
+    const char *instance_type;
+} ks_node_spec_t;
+
+/* Creates the cluster's nodes and starts its controller thread (Deployments, ReplicaSets, Jobs,
+ * CronJobs, scheduling, pod phases, node heartbeats, Events). FG_OK or FG_EIO. */
+int ks_ctrl_start(ks_cluster_t *c, const ks_node_spec_t *nodes);
+/* Stops and joins the controller thread (safe when none was started). */
+void ks_ctrl_stop(ks_cluster_t *c);
+/* One reconcile pass now, on the caller's thread (tests drive time with it). */
+void ks_ctrl_tick(ks_cluster_t *c);
+/* Whether a pod object is a seeded one (the controllers leave those alone). */
+bool ks_obj_seeded(const ks_obj_t *o);
+/* The cluster's clock for the controllers (wall time + clock_offset_s), in ms. */
+int64_t ks_now_ms(const ks_cluster_t *c);
+
+/* ---- admin API (admin.c) ------------------------------------------------- */
+
+/* FG_OK when req is an admin path (/_kubesim/...; out filled), FG_ENOENT otherwise. */
+int ks_admin(ks_cluster_t *c, const ks_req_t *req, ks_resp_t *out);
+/* Applies the fault settings to a Kubernetes-path request: FG_OK to serve it, or FG_EIO with out
+ * filled (an injected error, or drop when down). Sleeps the injected latency. */
+int ks_faults_apply(ks_cluster_t *c, ks_resp_t *out);
+/* Seeds ns (created if missing) with nodes and pods; FG_OK or FG_EINVAL. */
+int ks_seed(ks_cluster_t *c, const char *ns, int64_t nodes, int64_t pods);
+/* Starts (per_minute > 0), retunes or stops (0) the churn of pod mutations in ns. */
+void ks_churn_set(ks_cluster_t *c, int64_t per_minute, const char *ns);
+void ks_churn_stop(ks_cluster_t *c);
 
 /* ---- Status errors (status.c) ------------------------------------------- */
 
@@ -251,5 +387,14 @@ int ks_strategic_merge_patch(const json_t *target, const json_t *patch, json_t *
 
 /* The FieldsV1 trie of the fields set in obj (new reference). */
 json_t *ks_fields_v1(const json_t *obj);
+
+/* ---- pod log and exec (logs.c, exec.c) --------------------------------- */
+
+/* FG_OK when t is a pod's log or exec subresource (out filled), FG_ENOENT otherwise. */
+int ks_pod_sub(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp_t *out);
+void ks_pod_log(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp_t *out);
+void ks_pod_exec(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp_t *out);
+/* Kills every running exec child (and its process group): kubesim is stopping. */
+void ks_exec_kill_all(void);
 
 #endif

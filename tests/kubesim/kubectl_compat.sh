@@ -28,7 +28,8 @@ port=""
 for _ in 1 2 3 4 5; do
     cand=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     "$KUBESIM" --clusters 1 --base-port "$cand" --token compat-token --tls-dir "$tmp/tls" \
-        --bookmark-interval-ms 500 >"$tmp/out" 2>"$tmp/err" &
+        --bookmark-interval-ms 500 --pod-start-ms 200 --job-run-ms 500 \
+        --log-lines-per-second 5 >"$tmp/out" 2>"$tmp/err" &
     pid=$!
     for _ in $(seq 50); do grep -q "url https://" "$tmp/out" 2>/dev/null && break; sleep 0.1; done
     if grep -q "url https://" "$tmp/out"; then port=$cand; break; fi
@@ -126,6 +127,14 @@ wait "$wpid"
 if grep -q "^ADDED *p1" "$tmp/watch" && grep -q "^MODIFIED *p1" "$tmp/watch" &&
    grep -q "^ADDED *p2" "$tmp/watch"; then ok "get -w"; else bad "get -w" "$(cat "$tmp/watch")"; fi
 
+out=$("${K[@]}" delete deployment web 2>&1)
+gone=$("${K[@]}" get deployment web 2>&1)
+if [ "$out" = 'deployment.apps "web" deleted' ] && echo "$gone" | grep -q "NotFound"; then ok "delete"
+else bad "delete" "$out / $gone"; fi
+# the Deployment's ReplicaSets and pods go with it (background propagation)
+for _ in $(seq 50); do [ -z "$("${K[@]}" get pods -l app=web -o name 2>&1)" ] && break; sleep 0.1; done
+
+
 for i in $(seq 3 9); do
     sed "s/name: p1/name: p$i/" "$tmp/pod.yaml" | "${K[@]}" create -f - >/dev/null 2>&1
 done
@@ -135,13 +144,112 @@ rows=$(echo "$out" | grep -c "^p[0-9] ")
 if [ "$pages" = "5" ] && [ "$rows" = "9" ]; then ok "get --chunk-size"
 else bad "get --chunk-size (pages $pages rows $rows)" "$out"; fi
 
-out=$("${K[@]}" delete deployment web 2>&1)
-gone=$("${K[@]}" get deployment web 2>&1)
-if [ "$out" = 'deployment.apps "web" deleted' ] && echo "$gone" | grep -q "NotFound"; then ok "delete"
-else bad "delete" "$out / $gone"; fi
-
 out=$("${K[@]}" get --raw '/api/v1/pods?watch=1&resourceVersion=1&timeoutSeconds=2' 2>&1 | head -1)
 if echo "$out" | grep -q '"type":"ADDED"'; then ok "raw watch from an RV in history"; else bad "raw watch from an RV in history" "$out"; fi
+
+
+# ---- part 2: a living cluster -------------------------------------------------------
+cat >"$tmp/live.yaml" <<'YAML'
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: live, namespace: default}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: live}}
+  template:
+    metadata: {labels: {app: live}}
+    spec:
+      containers:
+      - {name: app, image: "nginx:1.25", resources: {requests: {cpu: 100m, memory: 64Mi}}}
+YAML
+"${K[@]}" apply -f "$tmp/live.yaml" >/dev/null 2>&1
+out=$(timeout 30 "${K[@]}" rollout status deployment/live --timeout 25s 2>&1)
+if echo "$out" | grep -q 'deployment "live" successfully rolled out'; then ok "rollout status (Deployment reaches Ready)"
+else bad "rollout status (Deployment reaches Ready)" "$out"; fi
+
+"${K[@]}" set image deployment/live app=nginx:1.26 >/dev/null 2>&1
+out=$(timeout 30 "${K[@]}" rollout status deployment/live --timeout 25s 2>&1)
+rs=$("${K[@]}" get rs -l app=live -o jsonpath='{range .items[*]}{.spec.replicas} {end}' 2>&1)
+if echo "$out" | grep -q 'successfully rolled out' && [ "$rs" = "0 2 " -o "$rs" = "2 0 " ]; then
+    ok "rollout status after set image (new ReplicaSet, old scaled to 0)"
+else bad "rollout status after set image" "$out / rs: $rs"; fi
+
+pod=$("${K[@]}" get pods -l app=live --field-selector status.phase=Running -o jsonpath='{.items[0].metadata.name}' 2>&1)
+out=$("${K[@]}" logs "$pod" 2>&1)
+if echo "$out" | grep -q 'msg="starting"'; then ok "logs"; else bad "logs" "$pod: $out"; fi
+
+out=$("${K[@]}" logs "$pod" --tail 1 --timestamps 2>&1)
+if [ "$(echo "$out" | wc -l)" = "1" ] && echo "$out" | grep -qE '^[0-9-]+T[0-9:.]+Z level='; then ok "logs --tail --timestamps"
+else bad "logs --tail --timestamps" "$out"; fi
+
+out=$(timeout 3 "${K[@]}" logs -f "$pod" --tail 1 2>&1)
+if [ "$(echo "$out" | grep -c 'msg=')" -ge 5 ]; then ok "logs -f streams new lines"; else bad "logs -f streams new lines" "$out"; fi
+
+out=$(timeout 15 "${K[@]}" exec "$pod" -- sh -c 'echo hi; exit 3' 2>&1)
+rc=$?
+if [ "$rc" = "3" ] && echo "$out" | grep -q '^hi$'; then ok "exec exit status 3 comes back"
+else bad "exec exit status 3 comes back (rc $rc)" "$out"; fi
+
+out=$(echo hello-stdin | timeout 15 "${K[@]}" exec -i "$pod" -- cat 2>&1)
+rc=$?
+if [ "$rc" = "0" ] && [ "$out" = "hello-stdin" ]; then ok "exec -i (stdin, close signal)"
+else bad "exec -i (rc $rc)" "$out"; fi
+
+# (kubectl create job sends protobuf, which kubesim does not speak; apply sends JSON)
+"${K[@]}" apply -f - >/dev/null 2>&1 <<'YAML'
+apiVersion: batch/v1
+kind: Job
+metadata: {name: once, namespace: default}
+spec:
+  completions: 2
+  parallelism: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: once, image: "busybox:1.36", command: ["true"]}]
+YAML
+out=$(timeout 20 "${K[@]}" wait --for=condition=complete job/once --timeout 15s 2>&1)
+if echo "$out" | grep -q "condition met"; then ok "job runs to completion"; else bad "job runs to completion" "$out"; fi
+
+out=$("${K[@]}" get events --field-selector metadata.namespace=default -o jsonpath='{range .items[*]}{.reason} {end}' 2>&1)
+miss=""
+for r in Scheduled Pulled Created Started SuccessfulCreate ScalingReplicaSet Killing Completed; do
+    echo "$out" | grep -qw "$r" || miss="$miss $r"
+done
+if [ -z "$miss" ]; then ok "events recorded"; else bad "events recorded (missing:$miss)" "$out"; fi
+
+# faults through the admin API while kubectl is connected
+A=(curl -sS --cacert "$tmp/tls/ca.crt" -H "Authorization: Bearer compat-token")
+U="https://127.0.0.1:$port/_kubesim"
+"${A[@]}" -X POST "$U/faults" -d '{"errorRate":1.0,"errorStatus":503}' >/dev/null
+out=$("${K[@]}" get pods 2>&1)
+if echo "$out" | grep -qi "injected fault\|ServiceUnavailable\|503"; then ok "fault: errorRate 1.0 fails kubectl"
+else bad "fault: errorRate 1.0 fails kubectl" "$out"; fi
+"${A[@]}" -X POST "$U/faults" -d '{"down":true}' >/dev/null
+out=$(kubectl --server "https://127.0.0.1:$port" --certificate-authority "$tmp/tls/ca.crt" \
+      --token compat-token --request-timeout 3s get pods 2>&1)
+rc=$?
+if [ "$rc" != "0" ]; then ok "fault: down"; else bad "fault: down" "$out"; fi
+"${A[@]}" -X POST "$U/faults" -d '{}' >/dev/null
+out=$("${K[@]}" get pods -l app=live -o name 2>&1)
+if [ "$(echo "$out" | grep -c pod/)" = "2" ]; then ok "fault: back up"; else bad "fault: back up" "$out"; fi
+
+( timeout 10 "${K[@]}" get --raw '/api/v1/pods?watch=1' >"$tmp/cut" 2>&1; echo "rc=$?" >>"$tmp/cut" ) &
+wpid=$!
+# cut only once the watch is open (its initial ADDED events arrived)
+for _ in $(seq 80); do grep -q '"type":"ADDED"' "$tmp/cut" 2>/dev/null && break; sleep 0.1; done
+"${A[@]}" -X POST "$U/cut-watches" >/dev/null
+wait "$wpid"
+if grep -q '"type":"ADDED"' "$tmp/cut" && grep -q "rc=0" "$tmp/cut"; then ok "fault: cut-watches ends the stream"
+else bad "fault: cut-watches ends the stream" "$(tail -3 "$tmp/cut")"; fi
+
+"${A[@]}" -X POST "$U/compact" >/dev/null
+out=$("${K[@]}" get --raw '/api/v1/pods?watch=1&resourceVersion=2&timeoutSeconds=2' 2>&1 | head -1)
+if echo "$out" | grep -q '"code":410'; then ok "fault: compact makes old RVs 410"; else bad "fault: compact makes old RVs 410" "$out"; fi
+
+out=$("${A[@]}" "$U/stats" 2>&1)
+if echo "$out" | grep -q '"requests":{"list":[1-9]' && echo "$out" | grep -q '"watch":[1-9]'; then ok "admin stats"
+else bad "admin stats" "$out"; fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -7,6 +7,7 @@
  * "bookmarkIntervalMs": MS}; flags given on the command line win over the file's globals. Prints
  * one line per cluster when it listens, then waits for SIGTERM/SIGINT and stops cleanly. */
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,11 +27,51 @@ typedef struct {
     const char *config;
     int64_t history;
     int64_t bookmark_ms;
+    int64_t seed_nodes;
+    int64_t seed_pods;
+    const char *seed_ns;
+    int64_t nodes;
+    int64_t node_cpu;
+    int64_t node_memory_gi;
+    int64_t node_gpus;
+    int64_t pod_start_ms;
+    int64_t job_run_ms;
+    int64_t heartbeat_ms;
+    int64_t log_lps;
+    int64_t no_controllers;
 } opts_t;
 
+/* Integer flags: name, range, target offset (a table, so a flag is one row). */
+static const struct {
+    const char *name;
+    int64_t min, max;
+    size_t off;
+} INT_FLAGS[] = {
+    {"--clusters", 1, MAX_CLUSTERS, offsetof(opts_t, nclusters)},
+    {"--base-port", 1, 65535, offsetof(opts_t, base_port)},
+    {"--history", 1, 10000000, offsetof(opts_t, history)},
+    {"--bookmark-interval-ms", 1, 3600000, offsetof(opts_t, bookmark_ms)},
+    {"--seed-nodes", 0, 100000, offsetof(opts_t, seed_nodes)},
+    {"--seed-pods", 0, 2000000, offsetof(opts_t, seed_pods)},
+    {"--nodes", 0, 5000, offsetof(opts_t, nodes)},
+    {"--node-cpu", 1, 1024, offsetof(opts_t, node_cpu)},
+    {"--node-memory-gi", 1, 16384, offsetof(opts_t, node_memory_gi)},
+    {"--node-gpus", 0, 64, offsetof(opts_t, node_gpus)},
+    {"--pod-start-ms", 0, 3600000, offsetof(opts_t, pod_start_ms)},
+    {"--job-run-ms", 0, 86400000, offsetof(opts_t, job_run_ms)},
+    {"--heartbeat-ms", 100, 3600000, offsetof(opts_t, heartbeat_ms)},
+    {"--log-lines-per-second", 0, 10000, offsetof(opts_t, log_lps)},
+    {"--no-controllers", 0, 1, offsetof(opts_t, no_controllers)},
+};
+
 static void usage(FILE *f) {
-    fprintf(f, "usage: kubesim --clusters N --base-port P [--token T] [--tls-dir DIR]\n"
-               "               [--config FILE.json] [--history N] [--bookmark-interval-ms MS]\n");
+    fprintf(f,
+            "usage: kubesim --clusters N --base-port P [--token T] [--tls-dir DIR]\n"
+            "               [--config FILE.json] [--history N] [--bookmark-interval-ms MS]\n"
+            "               [--seed-nodes N] [--seed-pods M] [--seed-namespace NS]\n"
+            "               [--nodes N] [--node-cpu CORES] [--node-memory-gi GI] [--node-gpus N]\n"
+            "               [--pod-start-ms MS] [--job-run-ms MS] [--heartbeat-ms MS]\n"
+            "               [--log-lines-per-second N] [--no-controllers 1]\n");
 }
 
 static int int_flag(const char *name, const char *v, int64_t min, int64_t max, int64_t *out) {
@@ -46,14 +87,19 @@ static int parse_args(int argc, char **argv, opts_t *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = FG_OK;
-        if (strcmp(a, "--clusters") == 0)
-            rc = int_flag(a, v, 1, MAX_CLUSTERS, &o->nclusters);
-        else if (strcmp(a, "--base-port") == 0)
-            rc = int_flag(a, v, 1, 65535, &o->base_port);
-        else if (strcmp(a, "--history") == 0)
-            rc = int_flag(a, v, 1, 10000000, &o->history);
-        else if (strcmp(a, "--bookmark-interval-ms") == 0)
-            rc = int_flag(a, v, 1, 3600000, &o->bookmark_ms);
+        bool known = false;
+        for (size_t k = 0; k < sizeof(INT_FLAGS) / sizeof(INT_FLAGS[0]); k++) {
+            if (strcmp(a, INT_FLAGS[k].name) == 0) {
+                known = true;
+                rc = int_flag(a, v, INT_FLAGS[k].min, INT_FLAGS[k].max,
+                              (int64_t *)((char *)o + INT_FLAGS[k].off));
+            }
+        }
+        if (known)
+            ;
+        else if (strcmp(a, "--seed-namespace") == 0 && v != NULL &&
+                 fg_is_dns1123_label(v, strlen(v)))
+            o->seed_ns = v;
         else if (strcmp(a, "--token") == 0 && v != NULL)
             o->token = v;
         else if (strcmp(a, "--tls-dir") == 0 && v != NULL)
@@ -81,6 +127,63 @@ static const char *str_or(json_t *o, const char *key, const char *dflt) {
 }
 
 /* Builds the clusters from the config file. Errors name the key: "FILE: clusters[1].port: ...". */
+/* Node shapes per cluster: the flags' shape unless the config's "nodes" object says otherwise. */
+static ks_node_spec_t node_specs[MAX_CLUSTERS];
+static char instance_types[MAX_CLUSTERS][64];
+
+static const struct {
+    const char *key;
+    int64_t min, max;
+    size_t off;
+} NODE_KEYS[] = {
+    {"count", 0, 5000, offsetof(ks_node_spec_t, count)},
+    {"cpu", 1, 1024, offsetof(ks_node_spec_t, cpu_milli)},
+    {"memoryGi", 1, 16384, offsetof(ks_node_spec_t, memory_bytes)},
+    {"gpus", 0, 64, offsetof(ks_node_spec_t, gpus)},
+};
+
+/* Reads clusters[i].nodes into node_specs[i]; FG_EINVAL with a message naming the key. */
+static int node_spec_from(const char *file, size_t i, json_t *nodes) {
+    ks_node_spec_t *ns = &node_specs[i];
+    if (nodes == NULL)
+        return FG_OK;
+    if (!json_is_object(nodes)) {
+        fprintf(stderr, "kubesim: %s: clusters[%zu].nodes: must be an object\n", file, i);
+        return FG_EINVAL;
+    }
+    for (size_t k = 0; k < sizeof(NODE_KEYS) / sizeof(NODE_KEYS[0]); k++) {
+        json_t *v = json_object_get(nodes, NODE_KEYS[k].key);
+        if (v == NULL)
+            continue;
+        if (!json_is_integer(v) || json_integer_value(v) < NODE_KEYS[k].min ||
+            json_integer_value(v) > NODE_KEYS[k].max) {
+            fprintf(stderr,
+                    "kubesim: %s: clusters[%zu].nodes.%s: must be an integer in [%lld, %lld]\n",
+                    file, i, NODE_KEYS[k].key, (long long)NODE_KEYS[k].min,
+                    (long long)NODE_KEYS[k].max);
+            return FG_EINVAL;
+        }
+        *(int64_t *)((char *)ns + NODE_KEYS[k].off) = json_integer_value(v);
+    }
+    if (json_object_get(nodes, "cpu") != NULL)
+        ns->cpu_milli *= 1000;
+    if (json_object_get(nodes, "memoryGi") != NULL)
+        ns->memory_bytes <<= 30;
+    json_t *it = json_object_get(nodes, "instanceType");
+    if (it != NULL) {
+        const char *t = json_string_value(it);
+        if (t == NULL || strlen(t) == 0 || strlen(t) >= sizeof(instance_types[i])) {
+            fprintf(stderr,
+                    "kubesim: %s: clusters[%zu].nodes.instanceType: must be a string of 1..63\n",
+                    file, i);
+            return FG_EINVAL;
+        }
+        snprintf(instance_types[i], sizeof(instance_types[i]), "%s", t);
+        ns->instance_type = instance_types[i];
+    }
+    return FG_OK;
+}
+
 static int clusters_from_config(const opts_t *o, ks_cluster_t **cl, size_t *n) {
     char *text = NULL, err[160];
     size_t len = 0;
@@ -116,6 +219,8 @@ static int clusters_from_config(const opts_t *o, ks_cluster_t **cl, size_t *n) {
                     o->config, i);
             goto out;
         }
+        if (node_spec_from(o->config, i, json_object_get(e, "nodes")) != FG_OK)
+            goto out;
         ks_cluster_new(name, str_or(e, "region", "region-1"), str_or(e, "zone", "zone-a"),
                        str_or(e, "token", o->token), (uint16_t)json_integer_value(port),
                        (size_t)o->history, o->bookmark_ms, &cl[i]);
@@ -129,7 +234,15 @@ out:
 }
 
 int main(int argc, char **argv) {
-    opts_t o = {.history = 10000, .bookmark_ms = 60000};
+    opts_t o = {.history = 10000,
+                .bookmark_ms = 60000,
+                .nodes = 3,
+                .node_cpu = 8,
+                .node_memory_gi = 32,
+                .pod_start_ms = 500,
+                .job_run_ms = 2000,
+                .heartbeat_ms = 10000,
+                .log_lps = 1};
     ks_cluster_t *clusters[MAX_CLUSTERS] = {0};
     ks_server_t *servers[MAX_CLUSTERS] = {0};
     size_t n = 0;
@@ -160,6 +273,13 @@ int main(int argc, char **argv) {
                 o.tls_dir);
         goto out;
     }
+    for (size_t i = 0; i < MAX_CLUSTERS; i++)
+        node_specs[i] = (ks_node_spec_t){.count = o.nodes,
+                                         .cpu_milli = o.node_cpu * 1000,
+                                         .memory_bytes = o.node_memory_gi << 30,
+                                         .gpus = o.node_gpus,
+                                         .max_pods = 110,
+                                         .instance_type = "m5.2xlarge"};
     if (o.config != NULL) {
         if (clusters_from_config(&o, clusters, &n) != FG_OK)
             goto out;
@@ -174,6 +294,31 @@ int main(int argc, char **argv) {
             }
             ks_cluster_new(name, "region-1", zone, o.token, (uint16_t)(o.base_port + i),
                            (size_t)o.history, o.bookmark_ms, &clusters[n++]);
+        }
+    }
+    if (o.seed_pods > 0 && o.seed_nodes == 0) {
+        fprintf(stderr, "kubesim: --seed-pods needs --seed-nodes (pods need nodes to run on)\n");
+        goto out;
+    }
+    for (size_t i = 0; i < n && (o.seed_nodes > 0 || o.seed_pods > 0); i++) {
+        uint64_t t0 = fg_now_ns();
+        if (ks_seed(clusters[i], o.seed_ns ? o.seed_ns : "demo", o.seed_nodes, o.seed_pods) !=
+            FG_OK) {
+            fprintf(stderr, "kubesim: %s: seeding failed\n", clusters[i]->name);
+            goto out;
+        }
+        fprintf(stderr, "kubesim: %s: seeded %lld nodes, %lld pods in %llu ms\n", clusters[i]->name,
+                (long long)o.seed_nodes, (long long)o.seed_pods,
+                (unsigned long long)((fg_now_ns() - t0) / 1000000ULL));
+    }
+    for (size_t i = 0; i < n; i++) {
+        clusters[i]->timing = (ks_timing_t){.start_ms = o.pod_start_ms,
+                                            .run_ms = o.job_run_ms,
+                                            .heartbeat_ms = o.heartbeat_ms,
+                                            .log_lines_per_sec = (double)o.log_lps};
+        if (!o.no_controllers && ks_ctrl_start(clusters[i], &node_specs[i]) != FG_OK) {
+            fprintf(stderr, "kubesim: %s: cannot start the controllers\n", clusters[i]->name);
+            goto out;
         }
     }
     for (size_t i = 0; i < n; i++) {
@@ -195,6 +340,11 @@ out:
     for (size_t i = 0; i < n; i++) {
         clusters[i]->stopping = 1;
         ks_store_close(clusters[i]->store);
+    }
+    ks_exec_kill_all(); /* their sessions end, so the upgraded connections close */
+    for (size_t i = 0; i < n; i++) {
+        ks_ctrl_stop(clusters[i]);
+        ks_churn_stop(clusters[i]);
     }
     for (size_t i = 0; i < n; i++)
         ks_server_stop(servers[i]);

@@ -281,6 +281,16 @@ static int plan_list_or_reply(ks_cluster_t *c, const ks_req_t *req, const ks_tar
     return FG_OK;
 }
 
+/* Whether o passes both selectors; a raw (seeded) object is parsed only when a selector is set. */
+static bool selected(const ks_selector_t *labels, const ks_selector_t *fields, const ks_obj_t *o) {
+    if (ks_selector_empty(labels) && ks_selector_empty(fields))
+        return true;
+    json_t *j = ks_obj_parse(o);
+    bool ok = ks_label_selector_matches(labels, j) && ks_field_selector_matches(fields, j);
+    json_decref(j);
+    return ok;
+}
+
 void ks_list(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp_t *out) {
     const ks_resource_t *r = &ks_resources[t->res];
     ks_selector_t *labels = NULL, *fields = NULL;
@@ -296,7 +306,10 @@ void ks_list(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp
     if (plan_list_or_reply(c, req, t, &plan, out) != FG_OK ||
         ks_selectors_or_reply(req, t->res, &labels, &fields, out) != FG_OK)
         goto out;
-    int rc = ks_store_list(c->store, t->res, t->ns, plan.after, plan.at_rv, &items, &n, &list_rv);
+    bool unfiltered = ks_selector_empty(labels) && ks_selector_empty(fields);
+    size_t max = unfiltered && plan.limit > 0 ? (size_t)plan.limit + 1 : SIZE_MAX, total = 0;
+    int rc = ks_store_list_max(c->store, t->res, t->ns, plan.after, plan.at_rv, max, &items, &n,
+                               &total, &list_rv);
     if (rc == KS_EEXPIRED && ks_req_query(req, "continue") != NULL) {
         ks_status_reply(out, 410, "Expired",
                         "The provided continue parameter is too old to display a consistent list "
@@ -317,8 +330,7 @@ void ks_list(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp
     size_t sent = 0, i = 0;
     const char *last = NULL;
     for (; i < n; i++) {
-        if (!ks_label_selector_matches(labels, items[i]->json) ||
-            !ks_field_selector_matches(fields, items[i]->json))
+        if (!selected(labels, fields, items[i]))
             continue;
         if (plan.limit > 0 && sent == (size_t)plan.limit)
             break;
@@ -329,8 +341,7 @@ void ks_list(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp
     }
     bool more = false;
     for (size_t j = i; j < n && !more; j++)
-        more = ks_label_selector_matches(labels, items[j]->json) &&
-               ks_field_selector_matches(fields, items[j]->json);
+        more = selected(labels, fields, items[j]);
     ks_resource_api_version(r, av, sizeof(av));
     fg_buf_appendf(&b, "{\"kind\":\"%sList\",\"apiVersion\":\"%s\",\"metadata\":{", r->kind, av);
     fg_buf_appendf(&b, "\"resourceVersion\":\"%lld\"", (long long)list_rv);
@@ -338,7 +349,7 @@ void ks_list(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp
         char *tok = ks_continue_encode(list_rv, last);
         fg_buf_appendf(&b, ",\"continue\":\"%s\"", tok);
         if (ks_selector_empty(labels) && ks_selector_empty(fields))
-            fg_buf_appendf(&b, ",\"remainingItemCount\":%zu", n - i);
+            fg_buf_appendf(&b, ",\"remainingItemCount\":%zu", total - i);
         free(tok);
     }
     fg_buf_append(&b, "},\"items\":[", 11);

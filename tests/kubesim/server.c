@@ -24,6 +24,7 @@ typedef struct {
 
 typedef struct {
     ks_watch_t *w;
+    ks_stream_t gen; /* used when w is NULL */
     ks_cluster_t *c;
     struct MHD_Connection *conn;
     fg_buf_t pending;
@@ -64,7 +65,9 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         s->off = 0;
         if (s->c->stopping)
             return MHD_CONTENT_READER_END_OF_STREAM;
-        if (ks_watch_next(s->w, &s->pending, WATCH_POLL_MS) != FG_OK)
+        int rc = s->w != NULL ? ks_watch_next(s->w, &s->pending, WATCH_POLL_MS)
+                              : s->gen.next(s->gen.st, &s->pending, WATCH_POLL_MS);
+        if (rc != FG_OK)
             return MHD_CONTENT_READER_END_OF_STREAM;
         if (s->pending.len == 0 && peer_gone(s->conn))
             return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -80,19 +83,88 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 static void stream_free(void *cls) {
     stream_t *s = cls;
     ks_watch_free(s->w);
+    if (s->gen.free != NULL)
+        s->gen.free(s->gen.st);
     fg_buf_free(&s->pending);
     free(s);
 }
 
+/* An upgraded connection (exec): its session runs on a thread of its own, because in thread-per-
+ * connection mode with TLS the connection's thread must keep forwarding between the TLS stream
+ * and the socket pair the handler gets. */
+typedef struct {
+    ks_upgrade_t up;
+    int fd;
+    char *extra;
+    size_t extra_len;
+    struct MHD_UpgradeResponseHandle *urh;
+} upgraded_t;
+
+static void *upgraded_main(void *arg) {
+    upgraded_t *u = arg;
+    u->up.run(u->up.st, u->fd, u->extra, u->extra_len);
+    MHD_upgrade_action(u->urh, MHD_UPGRADE_ACTION_CLOSE);
+    free(u->extra);
+    free(u);
+    return NULL;
+}
+
+static void on_upgrade(void *cls, struct MHD_Connection *conn, void *req_cls, const char *extra_in,
+                       size_t extra_in_size, MHD_socket sock,
+                       struct MHD_UpgradeResponseHandle *urh) {
+    upgraded_t *u = cls;
+    pthread_t th;
+    (void)conn;
+    (void)req_cls;
+    u->fd = sock;
+    u->urh = urh;
+    u->extra = extra_in_size ? fg_xmalloc(extra_in_size) : NULL;
+    if (extra_in_size)
+        memcpy(u->extra, extra_in, extra_in_size);
+    u->extra_len = extra_in_size;
+    if (pthread_create(&th, NULL, upgraded_main, u) != 0) {
+        u->up.free(u->up.st);
+        MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+        free(u->extra);
+        free(u);
+        return;
+    }
+    pthread_detach(th);
+}
+
+static enum MHD_Result reply_upgrade(struct MHD_Connection *conn, ks_resp_t *r) {
+    upgraded_t *u = fg_xcalloc(1, sizeof(*u));
+    u->up = r->upgrade;
+    r->upgrade.run = NULL; /* the upgrade owns st now */
+    struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade, u);
+    if (resp == NULL) {
+        u->up.free(u->up.st);
+        free(u);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Upgrade", "websocket");
+    MHD_add_response_header(resp, "Sec-WebSocket-Accept", u->up.accept);
+    MHD_add_response_header(resp, "Sec-WebSocket-Protocol", u->up.protocol);
+    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 static enum MHD_Result reply(struct MHD_Connection *conn, ks_cluster_t *c, ks_resp_t *r) {
     struct MHD_Response *resp;
-    if (r->watch != NULL) {
+    if (r->drop)
+        return MHD_NO; /* fault "down": the connection closes without an answer */
+    if (r->upgrade.run != NULL)
+        return reply_upgrade(conn, r);
+    if (r->watch != NULL || r->stream.next != NULL) {
         stream_t *s = fg_xcalloc(1, sizeof(*s));
         s->w = r->watch;
+        s->gen = r->stream;
         s->c = c;
         s->conn = conn;
         fg_buf_init(&s->pending, (size_t)256 << 20);
         r->watch = NULL;
+        r->stream.next = NULL;
         resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, s,
                                                  stream_free);
     } else {
@@ -134,6 +206,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         .content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type"),
         .user_agent = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "User-Agent"),
         .authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"),
+        .ws_key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Key"),
+        .ws_protocol = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Protocol"),
         .body = ctx->body.data,
         .body_len = ctx->body.len,
     };
@@ -167,7 +241,7 @@ int ks_server_start(ks_cluster_t *c, const char *cert_pem, const char *key_pem, 
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(c->port)};
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_POLL | MHD_USE_TLS;
+                     MHD_USE_POLL | MHD_USE_TLS | MHD_ALLOW_UPGRADE;
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, c->port, NULL, NULL, on_request, c, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_HTTPS_MEM_KEY, key_pem, MHD_OPTION_HTTPS_MEM_CERT, cert_pem,

@@ -11,6 +11,12 @@ void ks_resp_free(ks_resp_t *r) {
     if (r->watch != NULL)
         ks_watch_free(r->watch);
     r->watch = NULL;
+    if (r->stream.next != NULL && r->stream.free != NULL)
+        r->stream.free(r->stream.st);
+    r->stream.next = NULL;
+    if (r->upgrade.run != NULL && r->upgrade.free != NULL)
+        r->upgrade.free(r->upgrade.st);
+    r->upgrade.run = NULL;
 }
 
 void ks_json_reply(ks_resp_t *out, int code, json_t *j) {

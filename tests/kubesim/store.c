@@ -27,6 +27,14 @@ struct ks_store {
     size_t len;
     size_t head; /* slot of the oldest event */
     bool closing;
+    size_t counts[16]; /* objects per resource */
+    size_t raw[16];    /* of which raw (seeded, text only) */
+    /* Per resource, the tree's slots in key order, valid until the next insert or delete
+     * (updates swap the object inside a slot, so they keep it valid): LIST pages binary-search
+     * their start instead of walking 120k nodes. */
+    ks_obj_t ***index[16];
+    size_t index_n[16];
+    bool index_ok[16];
 };
 
 void ks_obj_ref(ks_obj_t *o) {
@@ -40,6 +48,31 @@ void ks_obj_unref(ks_obj_t *o) {
     free(o->key);
     free(o->ser);
     free(o);
+}
+
+json_t *ks_obj_json(const ks_obj_t *o) {
+    ks_obj_t *m = (ks_obj_t *)o; /* the cache is logically const */
+    json_t *j = __atomic_load_n(&m->json, __ATOMIC_ACQUIRE);
+    if (j != NULL)
+        return j;
+    json_t *parsed = NULL;
+    if (fg_json_load(o->ser, o->ser_len, &parsed, NULL, 0) != FG_OK)
+        abort(); /* ser was produced by jansson or the seeder: always valid */
+    json_t *expected = NULL;
+    if (__atomic_compare_exchange_n(&m->json, &expected, parsed, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+        return parsed;
+    json_decref(parsed);
+    return expected;
+}
+
+json_t *ks_obj_parse(const ks_obj_t *o) {
+    json_t *j = __atomic_load_n(&((ks_obj_t *)o)->json, __ATOMIC_ACQUIRE);
+    if (j != NULL)
+        return json_incref(j);
+    if (fg_json_load(o->ser, o->ser_len, &j, NULL, 0) != FG_OK)
+        abort();
+    return j;
 }
 
 static int cmp_obj(const void *a, const void *b) {
@@ -94,8 +127,10 @@ static void unref_node(void *p) {
 void ks_store_free(ks_store_t *s) {
     if (s == NULL)
         return;
-    for (size_t i = 0; i < ks_nresources; i++)
+    for (size_t i = 0; i < ks_nresources; i++) {
         tdestroy(s->roots[i], unref_node);
+        free(s->index[i]);
+    }
     for (size_t i = 0; i < s->len; i++) {
         ks_event_t *e = &s->ring[(s->head + i) % s->cap];
         ks_obj_unref(e->obj);
@@ -119,6 +154,40 @@ int64_t ks_store_oldest_rv(ks_store_t *s) {
     int64_t rv = s->oldest_rv;
     pthread_mutex_unlock(&s->mu);
     return rv;
+}
+
+void ks_store_kick(ks_store_t *s) {
+    pthread_mutex_lock(&s->mu);
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+size_t ks_store_count_live(ks_store_t *s, int res) {
+    pthread_mutex_lock(&s->mu);
+    size_t n = res >= 0 && res < 16 ? s->counts[res] - s->raw[res] : 0;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+size_t ks_store_count(ks_store_t *s, int res) {
+    pthread_mutex_lock(&s->mu);
+    size_t n = res >= 0 && res < 16 ? s->counts[res] : 0;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+void ks_store_compact(ks_store_t *s) {
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->len; i++) {
+        ks_event_t *e = &s->ring[(s->head + i) % s->cap];
+        ks_obj_unref(e->obj);
+        ks_obj_unref(e->prev);
+    }
+    s->len = 0;
+    s->head = 0;
+    s->oldest_rv = s->rv;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
 }
 
 void ks_store_close(ks_store_t *s) {
@@ -189,8 +258,11 @@ int ks_store_put(ks_store_t *s, int res, const char *key, json_t *obj, ks_put_mo
     if (slot != NULL) {
         prev = *slot; /* the tree's reference moves to the event */
         *slot = o;
+        s->raw[res] -= prev->raw;
     } else {
         tsearch(o, &s->roots[res], cmp_obj);
+        s->counts[res]++;
+        s->index_ok[res] = false;
     }
     ks_obj_ref(o); /* the tree's */
     ks_obj_ref(o); /* the event's */
@@ -205,6 +277,68 @@ out:
     return rc;
 }
 
+int ks_store_put_raw(ks_store_t *s, int res, const char *key, char *ser, size_t len) {
+    return ks_store_update_raw(s, res, key, ser, len, -1);
+}
+
+int ks_store_update_raw(ks_store_t *s, int res, const char *key, char *ser, size_t len,
+                        int64_t expect_rv) {
+    static const char PH[] = "\"resourceVersion\":\"\"";
+    int rc = FG_OK;
+    char *at = memmem(ser, len, PH, sizeof(PH) - 1);
+    if (at == NULL) {
+        free(ser);
+        return FG_EINVAL;
+    }
+    pthread_mutex_lock(&s->mu);
+    ks_obj_t **slot = find_slot(s, res, key);
+    if (expect_rv < 0 && slot != NULL) {
+        rc = KS_EEXIST;
+        goto out;
+    }
+    if (expect_rv >= 0 && slot == NULL) {
+        rc = FG_ENOENT;
+        goto out;
+    }
+    if (slot != NULL && expect_rv > 0 && (*slot)->rv != expect_rv) {
+        rc = KS_ECONFLICT;
+        goto out;
+    }
+    char rvs[24];
+    int64_t rv = s->rv + 1;
+    int rvlen = snprintf(rvs, sizeof(rvs), "%lld", (long long)rv);
+    size_t head = (size_t)(at - ser) + sizeof(PH) - 2; /* up to the closing quote */
+    ks_obj_t *o = fg_xcalloc(1, sizeof(*o));
+    o->ser = fg_xmalloc(len + (size_t)rvlen + 1);
+    memcpy(o->ser, ser, head);
+    memcpy(o->ser + head, rvs, (size_t)rvlen);
+    memcpy(o->ser + head + (size_t)rvlen, ser + head, len - head);
+    o->ser_len = len + (size_t)rvlen;
+    o->ser[o->ser_len] = '\0';
+    o->refs = 2; /* the tree's and the event's */
+    o->res = res;
+    o->key = fg_xstrdup(key);
+    o->rv = rv;
+    o->raw = true;
+    s->rv = rv;
+    s->raw[res]++;
+    if (slot != NULL) {
+        ks_obj_t *prev = *slot; /* the tree's reference moves to the event */
+        *slot = o;
+        s->raw[res] -= prev->raw;
+        log_event(s, KS_MODIFIED, o, prev);
+    } else {
+        tsearch(o, &s->roots[res], cmp_obj);
+        s->counts[res]++;
+        s->index_ok[res] = false;
+        log_event(s, KS_ADDED, o, NULL);
+    }
+out:
+    pthread_mutex_unlock(&s->mu);
+    free(ser);
+    return rc;
+}
+
 int ks_store_delete(ks_store_t *s, int res, const char *key, ks_obj_t **out) {
     int rc = FG_OK;
     pthread_mutex_lock(&s->mu);
@@ -215,8 +349,13 @@ int ks_store_delete(ks_store_t *s, int res, const char *key, ks_obj_t **out) {
     }
     ks_obj_t *prev = *slot;
     tdelete(prev, &s->roots[res], cmp_obj);
+    s->counts[res]--;
+    s->raw[res] -= prev->raw;
+    s->index_ok[res] = false;
     /* The DELETED event carries the last state at the deletion's RV, as a real server sends it. */
-    ks_obj_t *last = obj_new(res, key, json_deep_copy(prev->json), s->rv + 1);
+    json_t *pj = ks_obj_parse(prev);
+    ks_obj_t *last = obj_new(res, key, json_deep_copy(pj), s->rv + 1);
+    json_decref(pj);
     s->rv++;
     if (out != NULL) {
         ks_obj_ref(last);
@@ -241,6 +380,8 @@ typedef struct {
     ks_obj_t **items;
     size_t n;
     size_t cap;
+    size_t max;   /* keep at most this many */
+    size_t total; /* how many were in range */
 } collect_t;
 
 static bool key_selected(const collect_t *c, const char *key) {
@@ -258,13 +399,63 @@ static void collect_push(collect_t *c, ks_obj_t *o) {
     c->items[c->n++] = o;
 }
 
-static void collect_visit(const void *node, VISIT which, void *arg) {
+typedef struct {
+    ks_obj_t ***slots;
+    size_t n, cap;
+} index_build_t;
+
+static void index_visit(const void *node, VISIT which, void *arg) {
     if (which != postorder && which != leaf)
         return;
-    collect_t *c = arg;
-    ks_obj_t *o = *(ks_obj_t *const *)node;
-    if (key_selected(c, o->key))
-        collect_push(c, o);
+    index_build_t *b = arg;
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 256;
+        b->slots = fg_xrealloc(b->slots, b->cap * sizeof(*b->slots));
+    }
+    b->slots[b->n++] = (ks_obj_t **)node; /* a node's first member is its key: our object */
+}
+
+/* First index position whose key compares > key (strict) or >= key. */
+static size_t index_bound(ks_obj_t ***slots, size_t n, const char *key, bool strict) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp((*slots[mid])->key, key);
+        if (c < 0 || (strict && c == 0))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Collects the range of c (namespace, after) from the sorted index (rebuilt when an insert or
+ * delete made it stale), up to c->max items; c->total counts the whole range. */
+static void collect_range(ks_store_t *s, int res, collect_t *c) {
+    if (!s->index_ok[res]) {
+        index_build_t b = {.slots = s->index[res]};
+        twalk_r(s->roots[res], index_visit, &b);
+        s->index[res] = b.slots;
+        s->index_n[res] = b.n;
+        s->index_ok[res] = true;
+    }
+    ks_obj_t ***slots = s->index[res];
+    size_t n = s->index_n[res], from = 0, to = n;
+    char bound[300];
+    if (c->ns != NULL) {
+        snprintf(bound, sizeof(bound), "%s/", c->ns);
+        from = index_bound(slots, n, bound, false);
+        snprintf(bound, sizeof(bound), "%s0", c->ns); /* '0' follows '/' */
+        to = index_bound(slots, n, bound, false);
+    }
+    if (c->after != NULL) {
+        size_t a = index_bound(slots, n, c->after, true);
+        if (a > from)
+            from = a;
+    }
+    c->total = to > from ? to - from : 0;
+    for (size_t i = from; i < to && c->n < c->max; i++)
+        collect_push(c, *slots[i]);
 }
 
 /* An undo record: key's state at the snapshot is `state` (NULL = absent). */
@@ -332,8 +523,14 @@ static void rewind_to(ks_store_t *s, int res, int64_t at_rv, collect_t *c) {
 
 int ks_store_list(ks_store_t *s, int res, const char *ns, const char *after, int64_t at_rv,
                   ks_obj_t ***items, size_t *n, int64_t *rv_out) {
+    size_t total = 0;
+    return ks_store_list_max(s, res, ns, after, at_rv, SIZE_MAX, items, n, &total, rv_out);
+}
+
+int ks_store_list_max(ks_store_t *s, int res, const char *ns, const char *after, int64_t at_rv,
+                      size_t max, ks_obj_t ***items, size_t *n, size_t *total, int64_t *rv_out) {
     int rc = FG_OK;
-    collect_t c = {.ns = ns, .nslen = ns ? strlen(ns) : 0, .after = after};
+    collect_t c = {.ns = ns, .nslen = ns ? strlen(ns) : 0, .after = after, .max = SIZE_MAX};
     pthread_mutex_lock(&s->mu);
     if (at_rv > s->rv) {
         rc = KS_ETOOLARGE;
@@ -343,9 +540,25 @@ int ks_store_list(ks_store_t *s, int res, const char *ns, const char *after, int
         rc = KS_EEXPIRED;
         goto out;
     }
-    twalk_r(s->roots[res], collect_visit, &c);
-    if (at_rv != 0 && at_rv < s->rv)
+    bool rewind = at_rv != 0 && at_rv < s->rv;
+    c.max = max;
+    if (rewind && max != SIZE_MAX) {
+        /* A rewind removes at most one current item per change since at_rv, and every current
+         * item past the cap sorts after the kept ones: keeping max + that many is enough for
+         * the first max items of the state at at_rv to be exact. */
+        size_t changes = 0;
+        for (size_t i = (size_t)(at_rv - s->oldest_rv); i < s->len; i++)
+            changes += s->ring[(s->head + i) % s->cap].obj->res == res;
+        c.max = max + changes;
+    }
+    collect_range(s, res, &c);
+    if (rewind) {
+        size_t before = c.n;
         rewind_to(s, res, at_rv, &c);
+        /* the in-range count at at_rv, exact when the cap kept everything */
+        c.total = c.total + c.n >= before ? c.total + c.n - before : c.n;
+    }
+    *total = c.total;
     *rv_out = at_rv != 0 ? at_rv : s->rv;
     *items = c.items;
     *n = c.n;

@@ -27,6 +27,7 @@ struct ks_watch {
     uint64_t next_bookmark_ns;
     int64_t expired_asked; /* > -1: send the 410 ERROR for this RV, then end */
     bool done;
+    int cut_gen; /* the cluster's cut-watches generation at the start */
 };
 
 void ks_watch_free(ks_watch_t *w) {
@@ -47,8 +48,12 @@ static bool matches(const ks_watch_t *w, const ks_obj_t *o) {
         if (strncmp(o->key, w->ns, n) != 0 || o->key[n] != '/')
             return false;
     }
-    return ks_label_selector_matches(w->labels, o->json) &&
-           ks_field_selector_matches(w->fields, o->json);
+    if (ks_selector_empty(w->labels) && ks_selector_empty(w->fields))
+        return true;
+    json_t *j = ks_obj_parse(o);
+    bool ok = ks_label_selector_matches(w->labels, j) && ks_field_selector_matches(w->fields, j);
+    json_decref(j);
+    return ok;
 }
 
 static void append_event(fg_buf_t *b, const char *type, const ks_obj_t *o) {
@@ -119,6 +124,7 @@ void ks_watch_start(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, 
     const char *timeout = ks_req_query(req, "timeoutSeconds");
     int64_t start = 0, timeout_s = DEFAULT_TIMEOUT_S;
     w->c = c;
+    w->cut_gen = __atomic_load_n(&c->cut_gen, __ATOMIC_SEQ_CST);
     w->res = t->res;
     w->ns = t->ns ? fg_xstrdup(t->ns) : NULL;
     w->expired_asked = -1;
@@ -194,8 +200,10 @@ static void append_change(const ks_watch_t *w, fg_buf_t *b, const ks_event_t *e)
 int ks_watch_next(ks_watch_t *w, fg_buf_t *b, int wait_ms) {
     ks_event_t evs[BATCH];
     size_t n = 0;
-    if (w->done)
+    if (w->done || __atomic_load_n(&w->c->cut_gen, __ATOMIC_SEQ_CST) != w->cut_gen) {
+        w->done = true; /* ended by /_kubesim/cut-watches (or the cluster going down) */
         return FG_ENOENT;
+    }
     if (w->expired_asked >= 0) {
         append_expired(b, w->expired_asked, ks_store_oldest_rv(w->c->store));
         w->done = true;
@@ -232,7 +240,8 @@ int ks_watch_next(ks_watch_t *w, fg_buf_t *b, int wait_ms) {
         w->expired_asked = w->cursor; /* fell behind the history window */
         return FG_OK;
     }
-    if (rc != FG_OK) {
+    if (rc != FG_OK || __atomic_load_n(&w->c->cut_gen, __ATOMIC_SEQ_CST) != w->cut_gen) {
+        ks_events_release(evs, n);
         w->done = true;
         return FG_ENOENT;
     }

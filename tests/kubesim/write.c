@@ -447,14 +447,14 @@ static int commit(ks_cluster_t *c, const ks_target_t *t, const ks_obj_t *cur, js
     bool status_sub = t->sub != NULL && strcmp(t->sub, "status") == 0;
     json_t *result;
     if (status_sub) {
-        result = json_deep_copy(cur->json);
+        result = json_deep_copy(ks_obj_json(cur));
         json_t *st = json_object_get(next, "status");
         if (st != NULL)
             json_object_set(result, "status", st);
         json_decref(next);
     } else {
         result = next;
-        json_t *old_status = json_object_get(cur->json, "status");
+        json_t *old_status = json_object_get(ks_obj_json(cur), "status");
         if (r->has_status && old_status != NULL)
             json_object_set(result, "status", old_status);
         else if (r->has_status)
@@ -462,7 +462,7 @@ static int commit(ks_cluster_t *c, const ks_target_t *t, const ks_obj_t *cur, js
         apply_defaults(r, result);
     }
     json_t *meta = json_object_get(result, "metadata");
-    json_t *old_meta = json_object_get(cur->json, "metadata");
+    json_t *old_meta = json_object_get(ks_obj_json(cur), "metadata");
     if (!json_is_object(meta)) {
         meta = json_object();
         json_object_set_new(result, "metadata", meta);
@@ -478,7 +478,7 @@ static int commit(ks_cluster_t *c, const ks_target_t *t, const ks_obj_t *cur, js
     }
     json_t *gen = json_object_get(old_meta, "generation");
     if (gen != NULL &&
-        !json_equal(json_object_get(result, "spec"), json_object_get(cur->json, "spec")))
+        !json_equal(json_object_get(result, "spec"), json_object_get(ks_obj_json(cur), "spec")))
         json_object_set_new(meta, "generation", json_integer(json_integer_value(gen) + 1));
     json_object_set_new(meta, "managedFields",
                         managed_with(json_object_get(old_meta, "managedFields"), r, manager,
@@ -498,9 +498,9 @@ static int expected_rv(const json_t *sent, int64_t *rv) {
 }
 
 json_t *ks_scale_of(const ks_obj_t *o) {
-    json_t *meta = json_object_get(o->json, "metadata");
-    json_t *spec = json_object_get(o->json, "spec");
-    json_t *status = json_object_get(o->json, "status");
+    json_t *meta = json_object_get(ks_obj_json(o), "metadata");
+    json_t *spec = json_object_get(ks_obj_json(o), "spec");
+    json_t *status = json_object_get(ks_obj_json(o), "status");
     json_t *ml = json_object_get(json_object_get(spec, "selector"), "matchLabels");
     fg_buf_t sel;
     fg_buf_init(&sel, 4096);
@@ -529,7 +529,7 @@ static int desired_or_reply(const ks_req_t *req, const ks_target_t *t, const ks_
                             json_t *sent, json_t **next, ks_resp_t *out) {
     bool scale = t->sub != NULL && strcmp(t->sub, "scale") == 0;
     bool is_patch = strcmp(req->method, "PATCH") == 0;
-    json_t *base = scale ? ks_scale_of(cur) : json_deep_copy(cur->json);
+    json_t *base = scale ? ks_scale_of(cur) : json_deep_copy(ks_obj_json(cur));
     json_t *res = NULL;
     char err[256];
     int rc = FG_OK;
@@ -554,7 +554,7 @@ static int desired_or_reply(const ks_req_t *req, const ks_target_t *t, const ks_
     }
     if (scale) {
         json_t *replicas = path_get(res, "spec.replicas");
-        json_t *dep = json_deep_copy(cur->json);
+        json_t *dep = json_deep_copy(ks_obj_json(cur));
         if (!json_is_integer(replicas) || json_integer_value(replicas) < 0) {
             json_decref(dep);
             ks_invalid_reply(out, t, "", "spec.replicas", "FieldValueInvalid",
@@ -675,7 +675,10 @@ static void delete_dependents(ks_cluster_t *c, const char *ns, const char *uid, 
         if (ks_store_list(c->store, (int)res, ns, NULL, 0, &items, &n, &rv) != FG_OK)
             continue;
         for (size_t i = 0; i < n; i++) {
-            json_t *refs = path_get(items[i]->json, "metadata.ownerReferences");
+            if (memmem(items[i]->ser, items[i]->ser_len, uid, strlen(uid)) == NULL)
+                continue; /* cheap pre-filter: no need to parse what cannot name uid */
+            json_t *item = ks_obj_parse(items[i]);
+            json_t *refs = path_get(item, "metadata.ownerReferences");
             size_t j;
             json_t *ref;
             json_array_foreach(refs, j, ref) {
@@ -684,13 +687,15 @@ static void delete_dependents(ks_cluster_t *c, const char *ns, const char *uid, 
                     continue;
                 ks_obj_t *gone = NULL;
                 if (ks_store_delete(c->store, (int)res, items[i]->key, &gone) == FG_OK) {
-                    const char *guid = json_string_value(path_get(gone->json, "metadata.uid"));
+                    const char *guid =
+                        json_string_value(path_get(ks_obj_json(gone), "metadata.uid"));
                     if (guid != NULL)
                         delete_dependents(c, ns, guid, depth + 1);
                     ks_obj_unref(gone);
                 }
                 break;
             }
+            json_decref(item);
         }
         ks_objs_free(items, n);
     }
@@ -705,7 +710,7 @@ void ks_delete(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_re
         ks_not_found_reply(out, r, t->name);
         goto out;
     }
-    const char *uid = json_string_value(path_get(gone->json, "metadata.uid"));
+    const char *uid = json_string_value(path_get(ks_obj_json(gone), "metadata.uid"));
     if (uid != NULL && (policy == NULL || strcmp(policy, "Orphan") != 0))
         delete_dependents(c, t->ns, uid, 0);
     json_t *st = json_pack("{s:s, s:s, s:{}, s:s, s:{s:s, s:s, s:s, s:s}}", "kind", "Status",
