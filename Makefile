@@ -143,7 +143,7 @@ DEMO_LISTEN ?= 127.0.0.1:8080
 demo: deps-ensure
 	$(MAKE) --no-print-directory all $(DEMO_PREREQS)
 	@echo "fleetgate demo: http://$(DEMO_LISTEN) (Ctrl-C stops it)"
-	$(DAEMON) -c conf/demo.json --listen $(DEMO_LISTEN)
+	conf/demo.sh $(BUILD) $(DEMO_LISTEN)
 
 clean:
 	rm -rf build

@@ -3,9 +3,12 @@
  * Signals are blocked in every thread and taken synchronously here with sigtimedwait, so no
  * handler runs in async-signal context. SIGTERM or SIGINT starts a drain: stop accepting, let
  * admitted requests finish within limits.drain_timeout_s, answer newcomers 503, exit 0. A second
- * one exits at once (status 1).
+ * one exits at once (status 1). SIGHUP re-reads the verification keys (PEM and JWKS) and reopens
+ * the audit log; requests in flight finish with the keys they started with.
  */
 #include "fleetgate/api.h"
+#include "fleetgate/auth.h"
+#include "fleetgate/cache.h"
 #include "fleetgate/core.h"
 #include "fleetgate/http.h"
 
@@ -123,6 +126,32 @@ static int load_config(const args_t *a, fg_config_t **out) {
     return 0;
 }
 
+/* The keys of a configuration, parsed as the daemon would (for --check-config). */
+static int check_keys(const fg_config_t *cfg, const char *path) {
+    fg_buf_t errs;
+    fg_keyset_t *ks = NULL;
+    fg_buf_init(&errs, 1 << 16);
+    int rc = fg_keyset_load(&ks, &cfg->auth, &errs);
+    if (rc != FG_OK)
+        fprintf(stderr, "%s", errs.data ? errs.data : "auth: the keys cannot be loaded\n");
+    else
+        printf("%s: %zu verification key(s)\n", path, fg_keyset_size(ks));
+    fg_keyset_release(ks);
+    fg_buf_free(&errs);
+    return rc == FG_OK ? 0 : EXIT_USAGE;
+}
+
+static void reload(fg_auth_t *auth) {
+    fg_buf_t errs;
+    fg_buf_init(&errs, 1 << 16);
+    if (fg_auth_reload(auth, &errs) == FG_OK)
+        fg_log(FG_LOG_INFO, NULL, "SIGHUP: keys reloaded, audit log reopened");
+    else
+        fg_log(FG_LOG_ERROR, NULL, "SIGHUP: reload failed, the old keys stay: %s",
+               errs.data ? errs.data : "?");
+    fg_buf_free(&errs);
+}
+
 /* Waits for in-flight requests to finish, up to the deadline; a second signal cuts it short. */
 static void drain(fg_http_server_t *srv, const sigset_t *sigs, int64_t timeout_s) {
     uint64_t deadline = fg_now_ns() + (uint64_t)timeout_s * 1000000000u;
@@ -162,9 +191,11 @@ int main(int argc, char **argv) {
     if (status != 0)
         return status;
     if (a.check_only) {
-        printf("%s: configuration is valid\n", a.config_path);
+        status = check_keys(cfg, a.config_path);
+        if (status == 0)
+            printf("%s: configuration is valid\n", a.config_path);
         fg_config_free(cfg);
-        return 0;
+        return status;
     }
     fg_log_level_t level;
     if (fg_log_level_parse(cfg->log_level, &level) == FG_OK)
@@ -181,10 +212,24 @@ int main(int argc, char **argv) {
 
     fg_api_t *api = NULL;
     fg_http_server_t *srv = NULL;
+    fg_redis_t *redis = NULL;
+    fg_auth_t *auth = NULL;
+    fg_informers_t *informers = NULL;
+    fg_buf_t errs;
+    fg_buf_init(&errs, 1 << 16);
     status = EXIT_RUNTIME;
     register_build_info();
     if (fg_api_new(&api, cfg) != FG_OK)
         goto out;
+    if (fg_redis_new(&redis, cfg->redis_url, (unsigned)cfg->workers,
+                     (unsigned)cfg->rate.redis_timeout_ms) != FG_OK) {
+        fg_log(FG_LOG_ERROR, NULL, "redis.url: cannot use it");
+        goto out;
+    }
+    if (fg_auth_new(&auth, cfg, redis, &errs) != FG_OK) {
+        fg_log(FG_LOG_ERROR, NULL, "auth: %s", errs.data ? errs.data : "cannot start");
+        goto out;
+    }
     size_t nroutes;
     const fg_route_t *routes = fg_api_routes(&nroutes);
     fg_http_options_t hopts = {
@@ -196,18 +241,27 @@ int main(int argc, char **argv) {
         .connection_timeout_s = (unsigned)cfg->connection_timeout_s,
         .access_log = cfg->access_log,
         .app = api,
+        .gate = fg_auth_gate,
+        .seal = fg_auth_seal,
+        .gate_ctx = auth,
     };
     if (fg_http_server_start(&srv, &hopts, routes, nroutes) != FG_OK)
         goto out;
     fg_log(FG_LOG_INFO, NULL, "fleetgate %s listening on http://%s:%u (%u workers)", FG_VERSION,
            cfg->listen_host, (unsigned)fg_http_server_port(srv), (unsigned)cfg->workers);
+    /* The informers start after the server, so /healthz answers while the first sync runs. */
+    if (cfg->cache.enabled && cfg->nclusters > 0 &&
+        fg_informers_start(&informers, cfg, &errs) != FG_OK) {
+        fg_log(FG_LOG_ERROR, NULL, "cache: %s", errs.data ? errs.data : "cannot start");
+        goto out;
+    }
 
     for (;;) {
         int sig;
         if (sigwait(&sigs, &sig) != 0)
             continue;
         if (sig == SIGHUP) {
-            fg_log(FG_LOG_INFO, NULL, "SIGHUP: nothing to reload yet");
+            reload(auth);
             continue;
         }
         fg_log(FG_LOG_INFO, NULL, "%s: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -216,7 +270,11 @@ int main(int argc, char **argv) {
     drain(srv, &sigs, cfg->drain_timeout_s);
     status = 0;
 out:
+    fg_informers_stop(informers); /* releases the leases: another replica takes over at once */
     fg_http_server_free(srv);
+    fg_auth_free(auth);
+    fg_redis_free(redis);
+    fg_buf_free(&errs);
     fg_api_free(api);
     fg_config_free(cfg);
     fg_metrics_reset();

@@ -40,6 +40,8 @@ void *fg_xmalloc(size_t size);
 void *fg_xcalloc(size_t nmemb, size_t size);
 void *fg_xrealloc(void *ptr, size_t size);
 char *fg_xstrdup(const char *s);
+/* Copies exactly n bytes of s and adds a NUL: unlike strndup it does not stop at a NUL in s, so
+ * s must have n readable bytes (a slice of a buffer, not a C string shorter than n). */
 char *fg_xstrndup(const char *s, size_t n);
 /* printf into a new string; the caller frees it. */
 char *fg_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -156,6 +158,54 @@ typedef struct {
     bool insecure_skip_tls_verify;
 } fg_cluster_conf_t;
 
+/* A JWT verification key from a PEM file (auth.keys[]). */
+typedef struct {
+    char *kid;      /* matched against the token's kid; NULL: the key for tokens without one */
+    char *pem_file; /* a PEM public key (RSA or EC P-256/P-384) */
+    char **algs;    /* the algorithms this key accepts: RS256 RS384 RS512 ES256 ES384 */
+    size_t nalgs;
+} fg_auth_key_conf_t;
+
+/* auth: who may call (see README.md "Authentication and authorization"). */
+typedef struct {
+    char *issuer;   /* the required iss; required when keys are configured */
+    char *audience; /* a value the token's aud must hold; required when keys are configured */
+    int64_t leeway_s;
+    fg_auth_key_conf_t *keys;
+    size_t nkeys;
+    char *jwks_file; /* optional JWKS (RFC 7517): keys picked by kid */
+    char *projects_claim;
+    char *groups_claim;
+    char *admin_group;
+    int64_t token_cache_entries;
+    char *audit_log; /* a path, or "-" for stdout */
+    bool metrics_public;
+} fg_auth_conf_t;
+
+/* rate_limits: GCRA limits per principal and per project (see README.md "Rate limits"). */
+typedef struct {
+    bool enabled;
+    int64_t read_per_minute, read_burst;
+    int64_t write_per_minute, write_burst;
+    int64_t project_read_per_minute, project_read_burst;
+    int64_t project_write_per_minute, project_write_burst;
+    int64_t streams_per_principal;
+    int64_t stream_lease_s;
+    int64_t list_item_cost_milli; /* what one listed item costs, in thousandths of a read */
+    int64_t redis_timeout_ms;
+} fg_rate_conf_t;
+
+/* cache: the informers that keep Redis in step with the clusters (README.md "The cache"). */
+typedef struct {
+    bool enabled;                  /* run informers (when clusters are configured) */
+    int64_t lease_ms;              /* informer lease per (cluster, resource) */
+    int64_t list_page_size;        /* LIST limit */
+    int64_t watch_timeout_s;       /* WATCH timeoutSeconds */
+    int64_t resync_backoff_max_ms; /* cap of the exponential backoff after errors */
+    int64_t redis_timeout_ms;      /* the writer's connect and command timeout */
+    char *replica_id;              /* lease holder id; NULL: hostname-pid-random */
+} fg_cache_conf_t;
+
 typedef struct {
     char *listen; /* "HOST:PORT" as configured; split into the two fields below */
     char *listen_host;
@@ -172,6 +222,9 @@ typedef struct {
     char *docs_file;
     fg_cluster_conf_t *clusters;
     size_t nclusters;
+    fg_auth_conf_t auth;
+    fg_rate_conf_t rate;
+    fg_cache_conf_t cache;
 } fg_config_t;
 
 /* Loads and validates a configuration file. Returns FG_OK with *out set (free with

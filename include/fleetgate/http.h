@@ -27,12 +27,43 @@ typedef enum {
     FG_BODY_JSON_OPTIONAL, /* the same, but an empty body is fine (fg_req_json is NULL) */
 } fg_body_kind_t;
 
+/* What a route needs of its caller. The gate (auth/) gives each permission its meaning; http/
+ * only carries it. The zero value is FG_PERM_ADMIN, so a row that forgets to declare its
+ * permission fails closed. A route that takes a {project} is checked against the caller's role
+ * in that project; one that does not is open to any authenticated caller (its handler filters
+ * what it shows), except FG_PERM_ADMIN which needs the platform admin role. */
+typedef enum {
+    FG_PERM_ADMIN = 0,     /* platform admin: projects, clusters, everything */
+    FG_PERM_PUBLIC,        /* no token needed (meta routes) */
+    FG_PERM_METRICS,       /* /metrics: public unless auth.metrics_public is false, then admin */
+    FG_PERM_AUTHENTICATED, /* any valid token (whoami, lists filtered by role) */
+    FG_PERM_READ,          /* viewer: reads, events, history, change stream */
+    FG_PERM_WRITE,         /* developer: workload writes and verbs */
+    FG_PERM_LOGS,          /* developer: pod logs */
+    FG_PERM_EXEC,          /* operator: exec into pods */
+    FG_PERM__COUNT
+} fg_perm_t;
+
+/* Which rate limit a route is charged to. FG_RATE_DEFAULT is read for GET/HEAD and write
+ * otherwise; FG_RATE_LIST is a read whose handler adds a per-item charge (see auth.h). */
+typedef enum {
+    FG_RATE_DEFAULT = 0,
+    FG_RATE_NONE, /* not limited (meta routes) */
+    FG_RATE_READ,
+    FG_RATE_WRITE,
+    FG_RATE_LIST,
+    FG_RATE_STREAM, /* a long-lived stream: holds one of the caller's concurrent stream slots */
+    FG_RATE__COUNT
+} fg_rate_class_t;
+
 typedef struct {
     const char *method;  /* "GET", "POST", ...; a GET route also answers HEAD */
     const char *pattern; /* "/v1/projects/{project}/apps/{app}:scale" */
     fg_handler_fn handler;
     fg_body_kind_t body;
     size_t body_limit; /* bytes; 0 means the server's max_body_bytes */
+    fg_perm_t perm;    /* what the caller needs; the zero value is admin */
+    fg_rate_class_t rate;
 } fg_route_t;
 
 /* ---- problem kinds: append-only, never renumbered ---------------------- */
@@ -49,6 +80,12 @@ typedef enum {
     FG_PROBLEM_NOT_READY,
     FG_PROBLEM_INTERNAL,
     FG_PROBLEM_ROUTE_NOT_FOUND,
+    FG_PROBLEM_UNAUTHORIZED,
+    FG_PROBLEM_FORBIDDEN,
+    FG_PROBLEM_RATE_LIMITED,
+    FG_PROBLEM_AUDIT_UNAVAILABLE,
+    FG_PROBLEM_REDIS_UNAVAILABLE,
+    FG_PROBLEM_CONFLICT,
     FG_PROBLEM__COUNT
 } fg_problem_t;
 
@@ -94,6 +131,15 @@ typedef struct {
     unsigned connection_timeout_s;
     bool access_log;
     void *app; /* handed to handlers through fg_req_app */
+    /* Called after the generic checks (404, 405, 413) and before the body checks and the handler
+     * of every matched route. Returns FG_OK to go on; anything else means it has replied (401,
+     * 403, 429...). NULL: no gate. */
+    int (*gate)(fg_req_t *req);
+    /* Called once just before any reply of a matched route is queued, with its status: it may add
+     * headers (fg_req_add_header) and write the audit line. FG_OK sends the reply; anything else
+     * replaces it with 503 audit-unavailable (fail closed). NULL: none. */
+    int (*seal)(fg_req_t *req, unsigned status);
+    void *gate_ctx; /* handed to gate and seal through fg_req_gate_ctx */
 } fg_http_options_t;
 
 /* Creates and starts the server (listening when it returns FG_OK). Routes are borrowed.
@@ -125,6 +171,14 @@ const char *fg_req_query(const fg_req_t *req, const char *name);
 const char *fg_req_header(const fg_req_t *req, const char *name);
 /* The parsed body of a FG_BODY_JSON route. Borrowed: the request owns it. */
 json_t *fg_req_json(const fg_req_t *req);
+/* The matched route (NULL when none matched). */
+const fg_route_t *fg_req_route(const fg_req_t *req);
+void *fg_req_gate_ctx(const fg_req_t *req);
+/* The caller, as the gate established it: name (copied) shows in the access log; state is the
+ * gate's per-request object, opaque to http/, freed with free_fn when the request is done. */
+void fg_req_set_principal(fg_req_t *req, const char *name, void *state, void (*free_fn)(void *));
+const char *fg_req_principal_name(const fg_req_t *req); /* NULL when anonymous */
+void *fg_req_gate_state(const fg_req_t *req);           /* NULL when the gate set none */
 /* Registers fn(ptr) to run when the request is done (the request's cleanup list). */
 void fg_req_defer(fg_req_t *req, void (*fn)(void *), void *ptr);
 

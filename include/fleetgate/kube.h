@@ -224,6 +224,16 @@ int fg_kube_watch_new(fg_kube_watch_t **out, fg_kube_client_t *c, const char *pa
 int fg_kube_loop_add(fg_kube_loop_t *loop, fg_kube_watch_t *w);
 /* Stops the watch if it runs (no done callback) and frees it. Not from its own on_event. */
 void fg_kube_watch_free(fg_kube_watch_t *w);
+/* One GET in a loop (a LIST page). on_done gets FG_OK for a 2xx answer with body, its bytes
+ * (at most max_response_bytes, NUL-terminated, not parsed: the caller parses it where it wants,
+ * e.g. in a worker thread), which the callback owns and frees with free(); otherwise rc as
+ * fg_kube_request returns it, body NULL and err filled. The request is an fg_kube_watch_t in
+ * "get" mode: started with fg_kube_loop_add, freed with fg_kube_watch_free (the callback may
+ * free it). FG_OK with *out, or FG_EINVAL. */
+typedef void (*fg_kube_get_done_cb)(void *ud, fg_kube_watch_t *req, int rc, char *body, size_t len,
+                                    const fg_kube_error_t *err);
+int fg_kube_get_new(fg_kube_watch_t **out, fg_kube_client_t *c, const char *path,
+                    fg_kube_get_done_cb on_done, void *ud);
 /* The last resourceVersion the watch delivered (an event's or a bookmark's), or NULL. The
  * string belongs to the watch. */
 const char *fg_kube_watch_last_rv(const fg_kube_watch_t *w);

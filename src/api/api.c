@@ -1,9 +1,11 @@
 /* api/api.c: the application state that handlers share, built once at start-up. */
 #include "api_internal.h"
+#include "fleetgate/cache.h"
 
 #include <stdlib.h>
 
-#define SPEC_MAX_BYTES (8u << 20)
+#define SPEC_MAX_BYTES        (8u << 20)
+#define READ_REDIS_TIMEOUT_MS 1000 /* one Redis round trip of a read; a page is a few of them */
 
 int fg_api_new(fg_api_t **out, const fg_config_t *cfg) {
     fg_api_t *api = fg_xcalloc(1, sizeof *api);
@@ -19,6 +21,14 @@ int fg_api_new(fg_api_t **out, const fg_config_t *cfg) {
         fg_log(FG_LOG_INFO, NULL, "docs_file %s not found: /docs answers 404 (make docs builds it)",
                cfg->docs_file);
     }
+    /* The read APIs' own pool (one connection per worker), apart from the rate limiter's so a
+     * slow page never queues behind a rate-limit check or the other way round. */
+    if (fg_redis_new(&api->redis, cfg->redis_url, (unsigned)(cfg->workers > 0 ? cfg->workers : 1),
+                     READ_REDIS_TIMEOUT_MS) != FG_OK) {
+        fg_log(FG_LOG_ERROR, NULL, "redis.url: cannot use it for the read APIs");
+        fg_api_free(api);
+        return FG_EINVAL;
+    }
     *out = api;
     return FG_OK;
 }
@@ -26,6 +36,7 @@ int fg_api_new(fg_api_t **out, const fg_config_t *cfg) {
 void fg_api_free(fg_api_t *api) {
     if (api == NULL)
         return;
+    fg_redis_free(api->redis);
     free(api->openapi);
     free(api->docs);
     free(api);

@@ -18,6 +18,7 @@ struct fg_api {
     size_t openapi_len;
     char *docs; /* the rendered reference; NULL when not built */
     size_t docs_len;
+    struct fg_redis *redis; /* the read APIs' pool (reads.h); owned */
 };
 
 /* The readiness checks, in the order /readyz reports them. */
@@ -29,5 +30,22 @@ int fg_api_readyz(fg_req_t *req);
 int fg_api_metrics(fg_req_t *req);
 int fg_api_openapi(fg_req_t *req);
 int fg_api_docs(fg_req_t *req);
+int fg_api_whoami(fg_req_t *req);
+
+/* The read APIs, served from Redis alone (src/api/pods.c, workloads.c, platform.c). */
+int fg_api_list_pods(fg_req_t *req);
+int fg_api_get_pod(fg_req_t *req);
+int fg_api_list_apps(fg_req_t *req);
+int fg_api_get_app(fg_req_t *req);
+int fg_api_list_jobsets(fg_req_t *req);
+int fg_api_get_jobset(fg_req_t *req);
+int fg_api_list_cronjobs(fg_req_t *req);
+int fg_api_get_cronjob(fg_req_t *req);
+int fg_api_list_scalers(fg_req_t *req);
+int fg_api_get_scaler(fg_req_t *req);
+int fg_api_list_projects(fg_req_t *req);
+int fg_api_get_project(fg_req_t *req);
+int fg_api_list_clusters(fg_req_t *req);
+int fg_api_get_cluster(fg_req_t *req);
 
 #endif

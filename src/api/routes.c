@@ -1,13 +1,47 @@
 /* api/routes.c: the route table. One row per route: method, path pattern, handler, body kind
- * and limit. Spec first (api/openapi.yaml), then the row here, then its test. */
+ * and limit, the permission the caller needs (fg_perm_t; a row that names none needs admin) and
+ * its rate-limit class. Spec first (api/openapi.yaml), then the row here, then its test. */
 #include "api_internal.h"
 
+#define META .perm = FG_PERM_PUBLIC, .rate = FG_RATE_NONE
+/* The read APIs (served from the cache): a get is one read; a list is charged per item. Lists
+ * without a {project} are open to every caller and show only what the caller may see. */
+#define READ(p, h)                                                                                 \
+    { .method = "GET", .pattern = p, .handler = h, .perm = FG_PERM_READ, .rate = FG_RATE_READ }
+#define LIST(p, h)                                                                                 \
+    { .method = "GET", .pattern = p, .handler = h, .perm = FG_PERM_READ, .rate = FG_RATE_LIST }
+#define ANY_READ(p, h, r)                                                                          \
+    { .method = "GET", .pattern = p, .handler = h, .perm = FG_PERM_AUTHENTICATED, .rate = r }
+
 static const fg_route_t routes[] = {
-    {.method = "GET", .pattern = "/healthz", .handler = fg_api_healthz},
-    {.method = "GET", .pattern = "/readyz", .handler = fg_api_readyz},
-    {.method = "GET", .pattern = "/metrics", .handler = fg_api_metrics},
-    {.method = "GET", .pattern = "/openapi.yaml", .handler = fg_api_openapi},
-    {.method = "GET", .pattern = "/docs", .handler = fg_api_docs},
+    {.method = "GET", .pattern = "/healthz", .handler = fg_api_healthz, META},
+    {.method = "GET", .pattern = "/readyz", .handler = fg_api_readyz, META},
+    {.method = "GET",
+     .pattern = "/metrics",
+     .handler = fg_api_metrics,
+     .perm = FG_PERM_METRICS,
+     .rate = FG_RATE_NONE},
+    {.method = "GET", .pattern = "/openapi.yaml", .handler = fg_api_openapi, META},
+    {.method = "GET", .pattern = "/docs", .handler = fg_api_docs, META},
+    {.method = "GET",
+     .pattern = "/v1/whoami",
+     .handler = fg_api_whoami,
+     .perm = FG_PERM_AUTHENTICATED,
+     .rate = FG_RATE_READ},
+    ANY_READ("/v1/projects", fg_api_list_projects, FG_RATE_LIST),
+    READ("/v1/projects/{project}", fg_api_get_project),
+    LIST("/v1/projects/{project}/apps", fg_api_list_apps),
+    READ("/v1/projects/{project}/apps/{app}", fg_api_get_app),
+    LIST("/v1/projects/{project}/pods", fg_api_list_pods),
+    READ("/v1/projects/{project}/pods/{pod}", fg_api_get_pod),
+    LIST("/v1/projects/{project}/jobsets", fg_api_list_jobsets),
+    READ("/v1/projects/{project}/jobsets/{jobset}", fg_api_get_jobset),
+    LIST("/v1/projects/{project}/cronjobs", fg_api_list_cronjobs),
+    READ("/v1/projects/{project}/cronjobs/{cronjob}", fg_api_get_cronjob),
+    LIST("/v1/projects/{project}/scalers", fg_api_list_scalers),
+    READ("/v1/projects/{project}/scalers/{scaler}", fg_api_get_scaler),
+    ANY_READ("/v1/clusters", fg_api_list_clusters, FG_RATE_LIST),
+    ANY_READ("/v1/clusters/{cluster}", fg_api_get_cluster, FG_RATE_READ),
 };
 
 const fg_route_t *fg_api_routes(size_t *n) {

@@ -14,7 +14,9 @@
 
 #define CONFIG_MAX_BYTES (4u << 20)
 
-typedef enum { K_STRING, K_INT, K_BOOL, K_OBJECT, K_ARRAY } kind_t;
+/* K_STRINGS: an array of strings (char ** at offset, count at count_offset), each checked by
+ * the row's validator. */
+typedef enum { K_STRING, K_INT, K_BOOL, K_OBJECT, K_ARRAY, K_STRINGS } kind_t;
 
 /* A string validator returns NULL when the value is fine, or why it is not. */
 typedef const char *(*check_fn)(const char *value);
@@ -107,6 +109,26 @@ static const char *check_nonempty(const char *v) {
     return *v ? NULL : "must not be empty";
 }
 
+static const char *check_jwt_alg(const char *v) {
+    static const char *const algs[] = {"RS256", "RS384", "RS512", "ES256", "ES384"};
+    for (size_t i = 0; i < sizeof algs / sizeof algs[0]; i++) {
+        if (strcmp(v, algs[i]) == 0)
+            return NULL;
+    }
+    return "not an accepted algorithm (RS256, RS384, RS512, ES256, ES384)";
+}
+
+static const char *check_claim_name(const char *v) {
+    size_t n = strlen(v);
+    return n > 0 && n <= 64 ? NULL : "must be a claim name of 1 to 64 characters";
+}
+
+static const char *check_audit_log(const char *v) {
+    if (strcmp(v, "-") == 0)
+        return NULL;
+    return v[0] != '\0' ? NULL : "must be a file path, or \"-\" for stdout";
+}
+
 /* ---- the tables -------------------------------------------------------- */
 
 #define CFG(f) offsetof(fg_config_t, f)
@@ -150,6 +172,69 @@ static const key_t_ log_keys[] = {
 };
 static const table_t log_table = {log_keys, sizeof log_keys / sizeof log_keys[0], 0};
 
+#define AK(f) offsetof(fg_auth_key_conf_t, f)
+
+static const key_t_ auth_key_keys[] = {
+    {"kid", K_STRING, AK(kid), NULL, 0, 0, 0, check_nonempty, NULL, 0, false},
+    {"pem_file", K_STRING, AK(pem_file), NULL, 0, 0, 0, check_readable, NULL, 0, true},
+    {"algs", K_STRINGS, AK(algs), NULL, 0, 1, 5, check_jwt_alg, NULL, AK(nalgs), true},
+};
+static const table_t auth_key_table = {
+    auth_key_keys, sizeof auth_key_keys / sizeof auth_key_keys[0], sizeof(fg_auth_key_conf_t)};
+
+static const key_t_ auth_keys[] = {
+    {"issuer", K_STRING, CFG(auth.issuer), NULL, 0, 0, 0, check_nonempty, NULL, 0, 0},
+    {"audience", K_STRING, CFG(auth.audience), NULL, 0, 0, 0, check_nonempty, NULL, 0, 0},
+    {"leeway_s", K_INT, CFG(auth.leeway_s), NULL, 30, 0, 300, NULL, NULL, 0, 0},
+    {"keys", K_ARRAY, CFG(auth.keys), NULL, 0, 0, 64, NULL, &auth_key_table, CFG(auth.nkeys), 0},
+    {"jwks_file", K_STRING, CFG(auth.jwks_file), NULL, 0, 0, 0, check_readable, NULL, 0, 0},
+    {"projects_claim", K_STRING, CFG(auth.projects_claim), "projects", 0, 0, 0, check_claim_name,
+     NULL, 0, 0},
+    {"groups_claim", K_STRING, CFG(auth.groups_claim), "groups", 0, 0, 0, check_claim_name, NULL, 0,
+     0},
+    {"admin_group", K_STRING, CFG(auth.admin_group), "fleetgate-admins", 0, 0, 0, check_nonempty,
+     NULL, 0, 0},
+    {"token_cache_entries", K_INT, CFG(auth.token_cache_entries), NULL, 4096, 0, 1 << 20, NULL,
+     NULL, 0, 0},
+    {"audit_log", K_STRING, CFG(auth.audit_log), "-", 0, 0, 0, check_audit_log, NULL, 0, 0},
+    {"metrics_public", K_BOOL, CFG(auth.metrics_public), NULL, 1, 0, 0, NULL, NULL, 0, 0},
+};
+static const table_t auth_table = {auth_keys, sizeof auth_keys / sizeof auth_keys[0], 0};
+
+#define RATE_INT(name, field, def, min, max)                                                       \
+    { name, K_INT, CFG(rate.field), NULL, def, min, max, NULL, NULL, 0, 0 }
+
+static const key_t_ rate_keys[] = {
+    {"enabled", K_BOOL, CFG(rate.enabled), NULL, 1, 0, 0, NULL, NULL, 0, 0},
+    RATE_INT("read_per_minute", read_per_minute, 6000, 1, 60000000),
+    RATE_INT("read_burst", read_burst, 200, 1, 1000000),
+    RATE_INT("write_per_minute", write_per_minute, 600, 1, 60000000),
+    RATE_INT("write_burst", write_burst, 50, 1, 1000000),
+    RATE_INT("project_read_per_minute", project_read_per_minute, 60000, 1, 60000000),
+    RATE_INT("project_read_burst", project_read_burst, 2000, 1, 1000000),
+    RATE_INT("project_write_per_minute", project_write_per_minute, 6000, 1, 60000000),
+    RATE_INT("project_write_burst", project_write_burst, 200, 1, 1000000),
+    RATE_INT("streams_per_principal", streams_per_principal, 8, 1, 10000),
+    RATE_INT("stream_lease_s", stream_lease_s, 60, 5, 3600),
+    RATE_INT("list_item_cost_milli", list_item_cost_milli, 10, 0, 1000000),
+    RATE_INT("redis_timeout_ms", redis_timeout_ms, 50, 1, 10000),
+};
+static const table_t rate_table = {rate_keys, sizeof rate_keys / sizeof rate_keys[0], 0};
+
+#define CACHE_INT(name, field, def, min, max)                                                      \
+    { name, K_INT, CFG(cache.field), NULL, def, min, max, NULL, NULL, 0, 0 }
+
+static const key_t_ cache_keys[] = {
+    {"enabled", K_BOOL, CFG(cache.enabled), NULL, 1, 0, 0, NULL, NULL, 0, 0},
+    CACHE_INT("lease_ms", lease_ms, 15000, 300, 600000),
+    CACHE_INT("list_page_size", list_page_size, 500, 1, 10000),
+    CACHE_INT("watch_timeout_s", watch_timeout_s, 300, 1, 3600),
+    CACHE_INT("resync_backoff_max_ms", resync_backoff_max_ms, 30000, 10, 600000),
+    CACHE_INT("redis_timeout_ms", redis_timeout_ms, 1000, 1, 60000),
+    {"replica_id", K_STRING, CFG(cache.replica_id), NULL, 0, 0, 0, check_nonempty, NULL, 0, 0},
+};
+static const table_t cache_table = {cache_keys, sizeof cache_keys / sizeof cache_keys[0], 0};
+
 static const key_t_ top_keys[] = {
     {"listen", K_STRING, CFG(listen), "127.0.0.1:8080", 0, 0, 0, check_listen, NULL, 0, 0},
     {"workers", K_INT, CFG(workers), NULL, 4, 1, 256, NULL, NULL, 0, 0},
@@ -161,6 +246,9 @@ static const key_t_ top_keys[] = {
     {"docs_file", K_STRING, CFG(docs_file), "build/docs/index.html", 0, 0, 0, check_nonempty, NULL,
      0, 0},
     {"clusters", K_ARRAY, CFG(clusters), NULL, 0, 0, 64, NULL, &cluster_table, CFG(nclusters), 0},
+    {"auth", K_OBJECT, 0, NULL, 0, 0, 0, NULL, &auth_table, 0, 0},
+    {"rate_limits", K_OBJECT, 0, NULL, 0, 0, 0, NULL, &rate_table, 0, 0},
+    {"cache", K_OBJECT, 0, NULL, 0, 0, 0, NULL, &cache_table, 0, 0},
 };
 static const table_t top_table = {top_keys, sizeof top_keys / sizeof top_keys[0],
                                   sizeof(fg_config_t)};
@@ -189,8 +277,8 @@ static void problem(ctx_t *c, const char *path, const char *why, const json_t *g
 }
 
 static const char *kind_name(kind_t k) {
-    static const char *const names[] = {"a string", "an integer", "true or false", "an object",
-                                        "an array"};
+    static const char *const names[] = {"a string",  "an integer", "true or false",
+                                        "an object", "an array",   "an array of strings"};
     return names[k];
 }
 
@@ -211,6 +299,7 @@ static void apply_defaults(const table_t *t, char *base) {
                 apply_defaults(k->sub, base);
                 break;
             case K_ARRAY:
+            case K_STRINGS:
                 break;
         }
     }
@@ -219,11 +308,48 @@ static void apply_defaults(const table_t *t, char *base) {
 static void walk_object(ctx_t *c, const table_t *t, const json_t *obj, const char *prefix,
                         char *base);
 
+/* An array of min..max strings, each passing the row's validator. */
+static void set_strings(ctx_t *c, const key_t_ *k, const json_t *v, const char *path, char *base) {
+    size_t n = json_array_size(v);
+    if ((int64_t)n < k->min || (int64_t)n > k->max) {
+        char why[96];
+        snprintf(why, sizeof why, "must have from %lld to %lld entries", (long long)k->min,
+                 (long long)k->max);
+        problem(c, path, why, v);
+        return;
+    }
+    char **list = fg_xcalloc(n ? n : 1, sizeof *list);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ipath[256];
+        snprintf(ipath, sizeof ipath, "%s[%zu]", path, i);
+        const json_t *e = json_array_get(v, i);
+        const char *why = NULL;
+        if (!json_is_string(e))
+            why = "must be a string";
+        else if (strlen(json_string_value(e)) != json_string_length(e))
+            why = "must not contain NUL bytes";
+        else if (k->check)
+            why = k->check(json_string_value(e));
+        if (why) {
+            problem(c, ipath, why, e);
+            continue;
+        }
+        list[kept++] = fg_xstrdup(json_string_value(e));
+    }
+    char ***field = (char ***)(base + k->offset);
+    for (size_t i = 0; *field && i < *(size_t *)(base + k->count_offset); i++)
+        free((*field)[i]);
+    free(*field);
+    *field = list;
+    *(size_t *)(base + k->count_offset) = kept;
+}
+
 static void set_value(ctx_t *c, const key_t_ *k, const json_t *v, const char *path, char *base) {
     bool type_ok =
         (k->kind == K_STRING && json_is_string(v)) || (k->kind == K_INT && json_is_integer(v)) ||
         (k->kind == K_BOOL && json_is_boolean(v)) || (k->kind == K_OBJECT && json_is_object(v)) ||
-        (k->kind == K_ARRAY && json_is_array(v));
+        ((k->kind == K_ARRAY || k->kind == K_STRINGS) && json_is_array(v));
     if (!type_ok) {
         char why[64];
         snprintf(why, sizeof why, "must be %s", kind_name(k->kind));
@@ -256,6 +382,8 @@ static void set_value(ctx_t *c, const key_t_ *k, const json_t *v, const char *pa
         *(int64_t *)(base + k->offset) = n;
     } else if (k->kind == K_BOOL) {
         *(bool *)(base + k->offset) = json_is_true(v);
+    } else if (k->kind == K_STRINGS) {
+        set_strings(c, k, v, path, base);
     } else if (k->kind == K_OBJECT) {
         walk_object(c, k->sub, v, path, base);
     } else {
@@ -343,6 +471,33 @@ static void check_clusters(ctx_t *c, const fg_config_t *cfg) {
     }
 }
 
+static void check_auth(ctx_t *c, const fg_config_t *cfg) {
+    const fg_auth_conf_t *a = &cfg->auth;
+    bool has_keys = a->nkeys > 0 || a->jwks_file != NULL;
+    if (has_keys && a->issuer == NULL)
+        problem(c, "auth.issuer", "is required when keys are configured (tokens' iss is checked)",
+                NULL);
+    if (has_keys && a->audience == NULL)
+        problem(c, "auth.audience", "is required when keys are configured (tokens' aud is checked)",
+                NULL);
+    size_t nodefault = 0;
+    for (size_t i = 0; i < a->nkeys; i++) {
+        char path[64];
+        if (a->keys[i].kid == NULL && ++nodefault > 1) {
+            snprintf(path, sizeof path, "auth.keys[%zu].kid", i);
+            problem(c, path, "only one key may go without a kid", NULL);
+        }
+        for (size_t j = 0; j < i && a->keys[i].kid; j++) {
+            if (a->keys[j].kid && strcmp(a->keys[i].kid, a->keys[j].kid) == 0) {
+                json_t *shown = json_string(a->keys[i].kid);
+                snprintf(path, sizeof path, "auth.keys[%zu].kid", i);
+                problem(c, path, "duplicate kid", shown);
+                json_decref(shown);
+            }
+        }
+    }
+}
+
 int fg_config_load_text(const char *origin, const char *text, size_t len, fg_config_t **out,
                         fg_buf_t *errs) {
     ctx_t c = {origin, errs, 0};
@@ -363,6 +518,7 @@ int fg_config_load_text(const char *origin, const char *text, size_t len, fg_con
     }
     walk_object(&c, &top_table, root, "", (char *)cfg);
     check_clusters(&c, cfg);
+    check_auth(&c, cfg);
     if (c.nerrs == 0 &&
         fg_parse_hostport(cfg->listen, &cfg->listen_host, &cfg->listen_port) != FG_OK)
         problem(&c, "listen", "not HOST:PORT", NULL);
@@ -404,6 +560,12 @@ static void free_strings(const table_t *t, char *base) {
             free(*(char **)(base + k->offset));
         } else if (k->kind == K_OBJECT) {
             free_strings(k->sub, base);
+        } else if (k->kind == K_STRINGS) {
+            char **list = *(char ***)(base + k->offset);
+            size_t n = *(size_t *)(base + k->count_offset);
+            for (size_t e = 0; e < n; e++)
+                free(list[e]);
+            free(list);
         } else if (k->kind == K_ARRAY) {
             char *elems = *(char **)(base + k->offset);
             size_t n = *(size_t *)(base + k->count_offset);

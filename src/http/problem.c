@@ -26,6 +26,14 @@ static const problem_row_t problems[FG_PROBLEM__COUNT] = {
     [FG_PROBLEM_NOT_READY] = {503, "urn:fleetgate:problem:not-ready", "Not ready"},
     [FG_PROBLEM_INTERNAL] = {500, "urn:fleetgate:problem:internal", "Internal error"},
     [FG_PROBLEM_ROUTE_NOT_FOUND] = {404, "urn:fleetgate:problem:route-not-found", "No such route"},
+    [FG_PROBLEM_UNAUTHORIZED] = {401, "urn:fleetgate:problem:unauthorized", "Unauthorized"},
+    [FG_PROBLEM_FORBIDDEN] = {403, "urn:fleetgate:problem:forbidden", "Forbidden"},
+    [FG_PROBLEM_RATE_LIMITED] = {429, "urn:fleetgate:problem:rate-limited", "Too many requests"},
+    [FG_PROBLEM_AUDIT_UNAVAILABLE] = {503, "urn:fleetgate:problem:audit-unavailable",
+                                      "The audit log is unavailable"},
+    [FG_PROBLEM_REDIS_UNAVAILABLE] = {503, "urn:fleetgate:problem:redis-unavailable",
+                                      "The cache is unavailable"},
+    [FG_PROBLEM_CONFLICT] = {409, "urn:fleetgate:problem:conflict", "Conflict"},
 };
 
 unsigned fg_problem_status(fg_problem_t kind) {

@@ -66,6 +66,10 @@ struct fg_req {
     size_t nheaders;
     cleanup_t cleanups[MAX_CLEANUPS];
     size_t ncleanups;
+    char *principal;  /* shown in the access log; NULL when anonymous */
+    void *gate_state; /* the gate's per-request object */
+    void (*gate_state_free)(void *);
+    bool sealed; /* the seal hook ran (it runs once, even when it refuses) */
 };
 
 /* ---- request accessors ------------------------------------------------- */
@@ -114,6 +118,31 @@ json_t *fg_req_json(const fg_req_t *req) {
     return req->json;
 }
 
+const fg_route_t *fg_req_route(const fg_req_t *req) {
+    return req->match.route;
+}
+
+void *fg_req_gate_ctx(const fg_req_t *req) {
+    return req->srv->opts.gate_ctx;
+}
+
+void fg_req_set_principal(fg_req_t *req, const char *name, void *state, void (*free_fn)(void *)) {
+    free(req->principal);
+    req->principal = name ? fg_xstrdup(name) : NULL;
+    if (req->gate_state && req->gate_state_free && req->gate_state != state)
+        req->gate_state_free(req->gate_state);
+    req->gate_state = state;
+    req->gate_state_free = free_fn;
+}
+
+const char *fg_req_principal_name(const fg_req_t *req) {
+    return req->principal;
+}
+
+void *fg_req_gate_state(const fg_req_t *req) {
+    return req->gate_state;
+}
+
 void fg_req_defer(fg_req_t *req, void (*fn)(void *), void *ptr) {
     if (req->ncleanups == MAX_CLEANUPS)
         abort(); /* a programming error: a handler registers a bounded number of cleanups */
@@ -132,6 +161,8 @@ void fg_req_add_header(fg_req_t *req, const char *name, const char *value) {
 
 /* ---- replies ----------------------------------------------------------- */
 
+static int reply_audit_unavailable(fg_req_t *req);
+
 static int queue(fg_req_t *req, unsigned status, const char *content_type, void *data, size_t len,
                  enum MHD_ResponseMemoryMode mode) {
     if (req->replied) {
@@ -139,6 +170,16 @@ static int queue(fg_req_t *req, unsigned status, const char *content_type, void 
         if (mode == MHD_RESPMEM_MUST_FREE)
             free(data);
         return FG_ERR;
+    }
+    /* The seal runs before anything is queued, so an audit line is on disk before the answer of
+     * the call it records leaves; when it cannot be written the answer becomes a 503. */
+    if (!req->sealed && req->match.route && req->srv->opts.seal) {
+        req->sealed = true;
+        if (req->srv->opts.seal(req, status) != FG_OK) {
+            if (mode == MHD_RESPMEM_MUST_FREE)
+                free(data);
+            return reply_audit_unavailable(req);
+        }
     }
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, data, mode);
     if (resp == NULL) {
@@ -191,6 +232,18 @@ int fg_reply_problem(fg_req_t *req, fg_problem_t kind, const char *detail_fmt, .
     json_decref(p);
     return queue(req, fg_problem_status(kind), "application/problem+json", text, len,
                  MHD_RESPMEM_MUST_FREE);
+}
+
+static int reply_audit_unavailable(fg_req_t *req) {
+    /* The headers the handler or the seal added (RateLimit-*, Location...) describe an answer
+     * that is not sent. */
+    for (size_t i = 0; i < req->nheaders; i++) {
+        free(req->headers[i].name);
+        free(req->headers[i].value);
+    }
+    req->nheaders = 0;
+    return fg_reply_problem(req, FG_PROBLEM_AUDIT_UNAVAILABLE,
+                            "the audit log cannot be written, so the call is refused");
 }
 
 /* ---- the request lifecycle --------------------------------------------- */
@@ -269,6 +322,14 @@ static void dispatch(fg_req_t *req) {
                          req->method, req->path, req->match.allow);
         return;
     }
+    if (req->srv->opts.gate && req->srv->opts.gate(req) != FG_OK) {
+        if (!req->replied) {
+            FG_LOG(FG_LOG_ERROR, req->id, "the gate refused %s %s without a reply", req->method,
+                   route->pattern);
+            fg_reply_problem(req, FG_PROBLEM_INTERNAL, "the request failed inside fleetgate");
+        }
+        return;
+    }
     if (route->body != FG_BODY_NONE) {
         const char *ct = fg_req_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);
         if (req->body.len == 0 && route->body == FG_BODY_JSON) {
@@ -335,6 +396,8 @@ static void access_log(const fg_req_t *req, double seconds) {
     json_object_set_new(line, "method", json_string(req->method));
     json_object_set_new(line, "path", json_string(req->path));
     json_object_set_new(line, "route", json_string(fg_req_route_name(req)));
+    if (req->principal)
+        json_object_set_new(line, "principal", json_string(req->principal));
     json_object_set_new(line, "status", json_integer(req->status));
     json_object_set_new(line, "bytes", json_integer((json_int_t)req->bytes_out));
     json_object_set_new(line, "durationMs", json_real(seconds * 1000.0));
@@ -365,6 +428,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
     for (size_t i = req->ncleanups; i > 0; i--)
         req->cleanups[i - 1].fn(req->cleanups[i - 1].ptr);
+    if (req->gate_state && req->gate_state_free)
+        req->gate_state_free(req->gate_state);
+    free(req->principal);
     for (size_t i = 0; i < req->nheaders; i++) {
         free(req->headers[i].name);
         free(req->headers[i].value);

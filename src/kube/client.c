@@ -9,6 +9,9 @@
  *   watching, with one mutex per shared data kind as libcurl asks for threaded use.
  * Watches have their own easy handle, added to a caller's fg_kube_loop_t (a curl multi); its
  * write callback feeds the watch parser directly, so events leave the loop as they arrive.
+ * One-shot GETs (fg_kube_get_new: the informers' LIST pages) are the same object in "get"
+ * mode: the body is buffered up to max_response_bytes and handed over parsed when the transfer
+ * ends, so a thread running a loop lists and watches many resources without blocking on any.
  *
  * Security: TLS verification is on unless the cluster's insecure_skip_tls_verify is set;
  * redirects are never followed (a token must not travel to another host); only http and
@@ -464,6 +467,9 @@ struct fg_kube_watch {
     int stop_rc;      /* the parser's or the handler's failure */
     char *last_rv;
     char errbuf[CURL_ERROR_SIZE];
+    fg_kube_get_done_cb on_answer; /* get mode: set, and on_event/on_done are unused */
+    void *answer_ud;
+    answer_t answer; /* get mode: the buffered body */
 };
 
 int fg_kube_loop_new(fg_kube_loop_t **out) {
@@ -516,6 +522,8 @@ static int watch_event(void *ud, const fg_kube_event_t *ev) {
 static size_t watch_body(char *data, size_t size, size_t n, void *ud) {
     fg_kube_watch_t *w = ud;
     size_t len = size * n;
+    if (w->on_answer != NULL)
+        return on_body(data, size, n, &w->answer);
     if (w->http_code == 0)
         curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &w->http_code);
     if (w->http_code < 200 || w->http_code > 299) {
@@ -557,6 +565,33 @@ int fg_kube_watch_new(fg_kube_watch_t **out, fg_kube_client_t *c, const char *pa
     return FG_OK;
 }
 
+int fg_kube_get_new(fg_kube_watch_t **out, fg_kube_client_t *c, const char *path,
+                    fg_kube_get_done_cb on_done, void *ud) {
+    if (c == NULL || on_done == NULL || !path_ok(path))
+        return FG_EINVAL;
+    fg_kube_watch_t *w = fg_xcalloc(1, sizeof *w);
+    w->client = c;
+    w->on_answer = on_done;
+    w->answer_ud = ud;
+    w->answer.retry_after_s = -1;
+    fg_buf_init(&w->answer.body, c->max_response);
+    w->url = fg_xasprintf("%s%s", c->base_url, path);
+    fg_buf_init(&w->errbody, MAX_ERROR_BODY);
+    w->easy = curl_easy_init();
+    if (w->easy == NULL)
+        abort(); /* out of memory */
+    setup_easy(c, w->easy, w->url, c->hdr_get, w->errbuf);
+    curl_easy_setopt(w->easy, CURLOPT_PRIVATE, w);
+    curl_easy_setopt(w->easy, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+    curl_easy_setopt(w->easy, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(w->easy, CURLOPT_WRITEFUNCTION, watch_body);
+    curl_easy_setopt(w->easy, CURLOPT_WRITEDATA, w);
+    curl_easy_setopt(w->easy, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(w->easy, CURLOPT_HEADERDATA, &w->answer);
+    *out = w;
+    return FG_OK;
+}
+
 int fg_kube_loop_add(fg_kube_loop_t *loop, fg_kube_watch_t *w) {
     if (loop == NULL || w == NULL || w->started)
         return FG_EINVAL;
@@ -579,6 +614,7 @@ void fg_kube_watch_free(fg_kube_watch_t *w) {
     curl_easy_cleanup(w->easy);
     fg_kube_watch_parser_free(w->parser);
     fg_buf_free(&w->errbody);
+    fg_buf_free(&w->answer.body);
     free(w->url);
     free(w->last_rv);
     free(w);
@@ -586,6 +622,33 @@ void fg_kube_watch_free(fg_kube_watch_t *w) {
 
 const char *fg_kube_watch_last_rv(const fg_kube_watch_t *w) {
     return w->last_rv;
+}
+
+/* The outcome of a finished GET: FG_OK for a 2xx answer (its bytes stay in w->answer.body),
+ * else the failure with err filled, as fg_kube_request reports it. */
+static int get_outcome(fg_kube_watch_t *w, CURLcode res, fg_kube_error_t *err) {
+    fg_kube_error_clear(err);
+    long code = 0;
+    curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &code);
+    if (res == CURLE_WRITE_ERROR && w->answer.overflow) {
+        set_err(err, FG_KUBE_REASON_TOO_LARGE, "answer larger than %zu bytes",
+                w->client->max_response);
+        err->http_code = code;
+        return FG_ETOOBIG;
+    }
+    if (res != CURLE_OK) {
+        int rc = transfer_error(res, w->errbuf, err);
+        err->http_code = code;
+        return rc;
+    }
+    fg_buf_t *b = &w->answer.body;
+    if (code < 200 || code > 299) {
+        fg_kube_error_from_body(code, b->data, b->len, err);
+        if (err->retry_after_s < 0)
+            err->retry_after_s = w->answer.retry_after_s;
+        return FG_ERR;
+    }
+    return FG_OK;
 }
 
 /* The outcome of a finished watch transfer. */
@@ -614,8 +677,10 @@ static int watch_outcome(fg_kube_watch_t *w, CURLcode res, fg_kube_error_t *err)
 
 int fg_kube_loop_run(fg_kube_loop_t *loop, int timeout_ms, int *running) {
     int n = 0;
-    if (curl_multi_perform(loop->multi, &n) != CURLM_OK ||
-        curl_multi_poll(loop->multi, NULL, 0, timeout_ms, NULL) != CURLM_OK ||
+    /* Wait first, then move bytes: the callbacks run last, so what they hand the caller (events
+     * to write out) is dealt with as soon as this returns, not after another wait. A transfer
+     * added since the last call has a zero timeout, so the wait does not delay its start. */
+    if (curl_multi_poll(loop->multi, NULL, 0, timeout_ms, NULL) != CURLM_OK ||
         curl_multi_perform(loop->multi, &n) != CURLM_OK)
         return FG_EIO;
     CURLMsg *msg;
@@ -627,6 +692,15 @@ int fg_kube_loop_run(fg_kube_loop_t *loop, int timeout_ms, int *running) {
         curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&w);
         CURLcode res = msg->data.result;
         fg_kube_error_t err;
+        if (w->on_answer != NULL) {
+            int grc = get_outcome(w, res, &err);
+            size_t len = 0;
+            char *body = grc == FG_OK ? fg_buf_steal(&w->answer.body, &len) : NULL;
+            fg_buf_free(&w->answer.body);
+            unlink_watch(w);
+            w->on_answer(w->answer_ud, w, grc, body, len, &err);
+            continue;
+        }
         int rc = watch_outcome(w, res, &err);
         unlink_watch(w);
         /* the callback may free w: nothing touches it afterwards */

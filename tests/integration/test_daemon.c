@@ -2,6 +2,7 @@
  * endpoints over HTTP, and the graceful drain on SIGTERM with a request in flight. */
 #include "fleetgate/core.h"
 #include "testhttp.h"
+#include "testredis.h"
 
 #include <check.h>
 #include <fcntl.h>
@@ -71,8 +72,15 @@ START_TEST(bad_usage_exits_2) {
 }
 END_TEST
 
+/* conf/demo.json trusts the demo's JWT key, which `make demo` generates (no key is committed):
+ * make it first, as `make demo` would (idempotent, and serialised between concurrent runs). */
+static void demo_key(void) {
+    ck_assert_int_eq(system("conf/demo-auth.sh build/demo --keys-only"), 0);
+}
+
 START_TEST(check_config_valid_exits_0) {
     char out[4096];
+    demo_key();
     const char *a[] = {"-c", "conf/demo.json", "--check-config", NULL};
     ck_assert_msg(run_daemon(a, out, sizeof out) == 0, "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "configuration is valid"));
@@ -98,6 +106,7 @@ END_TEST
 
 START_TEST(bad_listen_flag_exits_2) {
     char out[4096];
+    demo_key();
     const char *a[] = {"-c", "conf/demo.json", "--listen", "nowhere", "--check-config", NULL};
     ck_assert_int_eq(run_daemon(a, out, sizeof out), 2);
     ck_assert_ptr_nonnull(strstr(out, "--listen: not HOST:PORT"));
@@ -120,7 +129,17 @@ static void get(uint16_t port, const char *path, th_resp_t *r) {
 
 START_TEST(meta_endpoints_answer) {
     uint16_t port;
-    pid_t pid = start(&port, 5);
+    /* /readyz needs Redis to answer: a private one. */
+    tr_redis_t rs;
+    ck_assert_int_eq(tr_redis_start(&rs), 0);
+    char cfg[768];
+    snprintf(cfg, sizeof cfg,
+             "{\"workers\": 2, \"redis\": {\"url\": \"%s\"}, \"limits\": {\"max_body_bytes\":"
+             " 1024}, \"openapi_file\": \"api/openapi.yaml\","
+             " \"docs_file\": \"/nonexistent/docs.html\"}",
+             rs.url);
+    pid_t pid = th_daemon_start(cfg, &port, NULL);
+    ck_assert_int_gt(pid, 0);
     th_resp_t r;
     char ct[128];
 
@@ -131,7 +150,8 @@ START_TEST(meta_endpoints_answer) {
 
     get(port, "/readyz", &r);
     ck_assert_int_eq(r.status, 200);
-    ck_assert_str_eq(r.body, "{\"status\":\"ready\",\"checks\":{\"server\":\"ok\"}}");
+    ck_assert_str_eq(r.body,
+                     "{\"status\":\"ready\",\"checks\":{\"server\":\"ok\",\"redis\":\"ok\"}}");
     th_resp_free(&r);
 
     get(port, "/openapi.yaml", &r);
@@ -164,6 +184,7 @@ START_TEST(meta_endpoints_answer) {
     th_resp_free(&r);
 
     ck_assert_int_eq(th_daemon_stop(pid, SIGTERM, 5000), 0);
+    tr_redis_stop(&rs);
 }
 END_TEST
 

@@ -135,6 +135,21 @@ START_TEST(problem_rows_are_stable) {
     /* Numbers, statuses and type URIs are a public contract: this pins them. */
     ck_assert_int_eq(FG_PROBLEM_BAD_REQUEST, 0);
     ck_assert_int_eq(FG_PROBLEM_ROUTE_NOT_FOUND, 10);
+    ck_assert_int_eq(FG_PROBLEM_UNAUTHORIZED, 11);
+    ck_assert_int_eq(FG_PROBLEM_FORBIDDEN, 12);
+    ck_assert_int_eq(FG_PROBLEM_RATE_LIMITED, 13);
+    ck_assert_int_eq(FG_PROBLEM_AUDIT_UNAVAILABLE, 14);
+    ck_assert_uint_eq(fg_problem_status(FG_PROBLEM_UNAUTHORIZED), 401);
+    ck_assert_str_eq(fg_problem_type(FG_PROBLEM_UNAUTHORIZED),
+                     "urn:fleetgate:problem:unauthorized");
+    ck_assert_uint_eq(fg_problem_status(FG_PROBLEM_FORBIDDEN), 403);
+    ck_assert_str_eq(fg_problem_type(FG_PROBLEM_FORBIDDEN), "urn:fleetgate:problem:forbidden");
+    ck_assert_uint_eq(fg_problem_status(FG_PROBLEM_RATE_LIMITED), 429);
+    ck_assert_str_eq(fg_problem_type(FG_PROBLEM_RATE_LIMITED),
+                     "urn:fleetgate:problem:rate-limited");
+    ck_assert_uint_eq(fg_problem_status(FG_PROBLEM_AUDIT_UNAVAILABLE), 503);
+    ck_assert_str_eq(fg_problem_type(FG_PROBLEM_AUDIT_UNAVAILABLE),
+                     "urn:fleetgate:problem:audit-unavailable");
     ck_assert_uint_eq(fg_problem_status(FG_PROBLEM_PAYLOAD_TOO_LARGE), 413);
     ck_assert_uint_eq(fg_problem_status(FG_PROBLEM_UNSUPPORTED_MEDIA_TYPE), 415);
     ck_assert_uint_eq(fg_problem_status(FG_PROBLEM_METHOD_NOT_ALLOWED), 405);

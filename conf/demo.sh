@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# conf/demo.sh BUILD LISTEN (run by `make demo`): fleetgate in front of three simulated member
+# clusters in two zones, all on 127.0.0.1, in build/demo/:
+#   - redis-server on DEMO_REDIS_PORT (default 6379), data in build/demo/redis (no persistence)
+#   - BUILD/kubesim with clusters demo-east-1 / demo-east-2 (zone east-a / east-b... see below)
+#     on DEMO_KUBESIM_PORT..+2 (default 16443), HTTPS with build/demo/kubesim-tls/ca.crt and
+#     the bearer token in build/demo/kubesim-token; each seeded with project "demo" (nodes and
+#     running apps: Deployments with their pods), plus two apps created through the API
+#   - build/demo/fleetgate.json, made from conf/demo.json with the clusters, CA, token file and
+#     Redis URL filled in; fleetgate listens on LISTEN
+# Ctrl-C (or SIGTERM) stops all three.
+set -euo pipefail
+
+build=${1:-build}
+listen=${2:-127.0.0.1:8080}
+dir=build/demo
+redis_port=${DEMO_REDIS_PORT:-6379}
+ks_port=${DEMO_KUBESIM_PORT:-16443}
+token=demo-cluster-token
+
+mkdir -p "$dir/redis"
+pids=()
+cleanup() {
+    trap - EXIT INT TERM
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+trap 'exit 0' INT TERM
+
+if redis-cli -p "$redis_port" ping >/dev/null 2>&1; then
+    echo "demo: something already answers on port $redis_port; set DEMO_REDIS_PORT" >&2
+    exit 1
+fi
+redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$dir/redis" --save '' \
+    --appendonly no >"$dir/redis.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.05; done
+
+# three clusters, two zones
+names=(demo-east-1 demo-east-2 demo-west-1)
+zones=(east-a east-b west-a)
+regions=(us-east us-east us-west)
+{
+    echo '{"clusters": ['
+    for i in 0 1 2; do
+        [ "$i" -gt 0 ] && echo ','
+        printf '{"name": "%s", "region": "%s", "zone": "%s", "port": %d, "token": "%s"}' \
+            "${names[$i]}" "${regions[$i]}" "${zones[$i]}" $((ks_port + i)) "$token"
+    done
+    echo ']}'
+} >"$dir/kubesim.json"
+printf '%s\n' "$token" >"$dir/kubesim-token"
+chmod 600 "$dir/kubesim-token"
+"$build/kubesim" --config "$dir/kubesim.json" --token "$token" --tls-dir "$dir/kubesim-tls" \
+    --seed-nodes 4 --seed-pods 30 --seed-namespace demo >"$dir/kubesim.out" 2>"$dir/kubesim.log" &
+pids+=($!)
+for _ in $(seq 200); do [ "$(grep -c '^cluster ' "$dir/kubesim.out" 2>/dev/null)" = 3 ] && break; sleep 0.05; done
+if [ "$(grep -c '^cluster ' "$dir/kubesim.out")" != 3 ]; then
+    cat "$dir/kubesim.log" >&2
+    echo "demo: kubesim did not start" >&2
+    exit 1
+fi
+ca="$dir/kubesim-tls/ca.crt"
+
+# two more apps in every cluster, through the Kubernetes API (kubesim's controller, when it has
+# one, runs their pods)
+for i in 0 1 2; do
+    for app in web api; do
+        curl -sS -o /dev/null --cacert "$ca" -H "Authorization: Bearer $token" \
+            -H 'Content-Type: application/json' -X POST \
+            "https://127.0.0.1:$((ks_port + i))/apis/apps/v1/namespaces/demo/deployments" \
+            -d '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"'$app'","labels":{"app":"'$app'"}},
+                 "spec":{"replicas":2,"selector":{"matchLabels":{"app":"'$app'"}},
+                 "template":{"metadata":{"labels":{"app":"'$app'"}},
+                 "spec":{"containers":[{"name":"'$app'","image":"nginx:1.27",
+                 "resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}]}}}}' || true
+    done
+done
+
+# build/demo/fleetgate.json: conf/demo.json with the clusters and Redis filled in
+clusters=""
+for i in 0 1 2; do
+    [ "$i" -gt 0 ] && clusters+=", "
+    clusters+="{\"name\": \"${names[$i]}\", \"region\": \"${regions[$i]}\", \"zone\": \"${zones[$i]}\","
+    clusters+=" \"url\": \"https://127.0.0.1:$((ks_port + i))\", \"token_file\": \"$dir/kubesim-token\","
+    clusters+=" \"ca_file\": \"$ca\"}"
+done
+sed -e "s|\"clusters\": \[\]|\"clusters\": [$clusters]|" \
+    -e "s|redis://127.0.0.1:6379/0|redis://127.0.0.1:$redis_port/0|" conf/demo.json \
+    >"$dir/fleetgate.json"
+grep -q "${names[2]}" "$dir/fleetgate.json" || { echo "demo: conf/demo.json has no \"clusters\": []" >&2; exit 1; }
+
+echo "demo: redis 127.0.0.1:$redis_port, kubesim https://127.0.0.1:$ks_port..$((ks_port + 2)) (CA $ca)"
+echo "demo: fleetgate http://$listen with $dir/fleetgate.json (Ctrl-C stops everything)"
+"$build/fleetgate" -c "$dir/fleetgate.json" --listen "$listen" &
+pids+=($!)
+wait "${pids[-1]}"

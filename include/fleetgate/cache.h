@@ -1,0 +1,112 @@
+/* cache: fleetgate's Redis: the connection pool and server-side scripts, and the informers
+ * that keep the cache in step with the member clusters (key schema: cache/SCHEMA.md).
+ *
+ * A pool holds a few connections (one per worker thread is enough: each thread keeps using the
+ * slot it was given first). Every call is bounded by short connect and command timeouts, so a
+ * request thread never waits long on Redis; after an error the connection is dropped (a hiredis
+ * context cannot be reused after one) and reconnected on a later call, with a backoff during
+ * which calls fail at once with FG_EIO. Callers fall back when they see FG_EIO.
+ *
+ * Only src/cache/ includes hiredis.h.
+ */
+#ifndef FLEETGATE_CACHE_H
+#define FLEETGATE_CACHE_H
+
+#include "fleetgate/core.h"
+
+typedef struct fg_redis fg_redis_t;
+
+/* A Lua script, called by EVALSHA with its SHA-1 (loaded with SCRIPT LOAD on NOSCRIPT). */
+typedef struct {
+    const char *source; /* borrowed: must outlive the script */
+    char sha1[41];
+} fg_redis_script_t;
+
+/* Parses url (redis://[:PASSWORD@]HOST:PORT[/DB] or unix:///PATH) and makes a pool of nconns
+ * connections, connected lazily on first use. timeout_ms bounds each connect and each command.
+ * FG_OK with *out set (free with fg_redis_free), or FG_EINVAL for a URL it cannot use. */
+int fg_redis_new(fg_redis_t **out, const char *url, unsigned nconns, unsigned timeout_ms);
+void fg_redis_free(fg_redis_t *r);
+
+/* Computes the script's SHA-1; source is borrowed. */
+void fg_redis_script_init(fg_redis_script_t *s, const char *source);
+
+/* Runs a script whose reply is an array of integers: writes up to nout of them to out and their
+ * number to *nout_read. FG_OK; FG_EIO when Redis cannot be reached in time (or is in backoff);
+ * FG_EINVAL when Redis answered with an error or an unexpected shape (logged). */
+int fg_redis_eval_ints(fg_redis_t *r, const fg_redis_script_t *s, size_t nkeys,
+                       const char *const *keys, size_t nargs, const char *const *args, int64_t *out,
+                       size_t nout, size_t *nout_read);
+
+/* Sends one command (no reply expected beyond status); FG_OK, FG_EIO or FG_EINVAL as above.
+ * For tests and maintenance (FLUSHALL, SCRIPT FLUSH). */
+int fg_redis_command(fg_redis_t *r, size_t argc, const char *const *argv);
+
+/* Calls that found Redis unreachable since start (for metrics). */
+uint64_t fg_redis_failures(const fg_redis_t *r);
+
+/* ---- generic commands and their replies (the read APIs) ------------------ */
+
+/* A reply as Redis gave it; read it with the accessors below, free it with fg_redis_reply_free.
+ * Elements of an array are borrowed from it. */
+typedef struct fg_redis_reply fg_redis_reply_t;
+
+typedef enum {
+    FG_REDIS_NIL = 0,
+    FG_REDIS_STRING,
+    FG_REDIS_ARRAY,
+    FG_REDIS_INTEGER,
+    FG_REDIS_STATUS,
+    FG_REDIS_ERROR,
+} fg_redis_reply_type_t;
+
+/* Runs one command and hands back its reply (*out, owned by the caller; a Redis error is a reply
+ * of type FG_REDIS_ERROR, not a failure). FG_OK, or FG_EIO when Redis cannot be reached in time
+ * (or is in backoff): then why (may be NULL) says so, "redis: Connection refused (HOST:PORT)". */
+int fg_redis_query(fg_redis_t *r, size_t argc, const char *const *argv, fg_redis_reply_t **out,
+                   char *why, size_t whylen);
+/* Runs ncmds commands in one round trip (pipelined): command i is argvs[i][0..argcs[i]), its reply
+ * goes to outs[i] (each owned by the caller). FG_OK with every outs[i] set, or FG_EIO with none. */
+int fg_redis_pipeline(fg_redis_t *r, size_t ncmds, const size_t *argcs,
+                      const char *const *const *argvs, fg_redis_reply_t **outs, char *why,
+                      size_t whylen);
+void fg_redis_reply_free(fg_redis_reply_t *rep);
+fg_redis_reply_type_t fg_redis_reply_type(const fg_redis_reply_t *rep);
+/* The bytes of a string, status or error reply (borrowed); NULL and *len 0 for other types. */
+const char *fg_redis_reply_str(const fg_redis_reply_t *rep, size_t *len);
+/* An integer reply's value (0 for other types). */
+int64_t fg_redis_reply_int(const fg_redis_reply_t *rep);
+/* An array's number of elements and element i (borrowed; NULL past the end or for non-arrays). */
+size_t fg_redis_reply_len(const fg_redis_reply_t *rep);
+const fg_redis_reply_t *fg_redis_reply_at(const fg_redis_reply_t *rep, size_t i);
+
+/* ---- informers (src/cache/informer.c) ------------------------------------
+ *
+ * The writer side of the cache: for every configured member cluster and every kind fleetgate
+ * serves, an informer LISTs (paginated) and WATCHes the cluster and keeps the keys of
+ * cache/SCHEMA.md section 2 in step. One thread per cluster runs all of that cluster's
+ * informers on one curl-multi loop; each (cluster, resource) runs in one fleetgate replica at a
+ * time (lease fg:lease:...). Configuration: cfg->cache (README.md "The cache").
+ *
+ * Readiness: readers compute it from Redis, which covers every replica's informers: a
+ * (cluster, resource) is ready when fg:sync:{cluster}:{resource} has state Synced, Lagging or
+ * (after a first sync) Relisting, and a cluster whose fg:cluster:{cluster} health is Unreachable
+ * does not hold readiness back. fg_informers_ready gives the same answer for the informers
+ * this process holds, for a process that wants it without a Redis round trip.
+ */
+typedef struct fg_informers fg_informers_t;
+
+/* Starts the informer threads (cfg is borrowed and must outlive the informers). Returns FG_OK
+ * with *out (stop with fg_informers_stop), or FG_EINVAL / FG_EIO with a line in errs. Starting
+ * does not wait for Redis or any cluster: the informers connect and retry on their own. */
+int fg_informers_start(fg_informers_t **out, const fg_config_t *cfg, fg_buf_t *errs);
+/* Stops every informer, releases this replica's leases (so another replica takes over at
+ * once) and frees everything. NULL is fine. */
+void fg_informers_stop(fg_informers_t *inf);
+/* True when, in every cluster, each informer this process holds a lease for finished its first
+ * sync, or the cluster is unreachable; false while Redis cannot be reached. Thread-safe. */
+bool fg_informers_ready(const fg_informers_t *inf);
+/* The id this replica writes into leases (cache.replica_id or hostname-pid-random). */
+const char *fg_informers_replica_id(const fg_informers_t *inf);
+
+#endif

@@ -1,0 +1,29 @@
+# auth: JWT keys, roles, audit, rate limits (src/auth/, src/cache/redis.c, cache/ratelimit.lua).
+#   The rate limiter embeds cache/ratelimit.lua with the assembler's .incbin, so its objects
+#   depend on the script (the compiler's -MMD does not see .incbin).
+#   make demo-auth   a demo key pair in build/demo/ (openssl CLI; no private key is committed),
+#                    build/demo/token (developer of "demo"), build/demo/admin-token
+#   make bench-auth  tests/bench/auth_bench.sh: fleetgate vs nginx under wrk (not in make test)
+#   tests/fuzz/fuzz_token.c joins mk/fuzz.mk's targets through its wildcard (fuzz-run in make test)
+
+# openssl (the CLI) makes the demo key, also for the suite's check of conf/demo.json. The bench's
+# tools are not needed by `make test`: `make deps-bench` installs them.
+DEB_PKGS += openssl
+BENCH_DEB_PKGS := wrk nginx-light curl
+DEMO_PREREQS += demo-auth
+
+$(BUILD)/obj/src/auth/ratelimit.o build/asan/obj/src/auth/ratelimit.o \
+build/fuzz/obj/src/auth/ratelimit.o: cache/ratelimit.lua
+
+.PHONY: demo-auth bench-auth deps-bench
+
+demo-auth:
+	@conf/demo-auth.sh build/demo
+
+deps-bench:
+	$(SUDO) apt-get update
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+	  $(BENCH_DEB_PKGS)
+
+bench-auth: all
+	FG_BUILD=$(BUILD) tests/bench/auth_bench.sh

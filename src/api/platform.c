@@ -1,0 +1,325 @@
+/* api/platform.c: the reads of projects and member clusters, from the cache alone.
+ *
+ * A project is a namespace of the same name in every member cluster (cache kind `project`,
+ * scope `_`); the list shows only the projects the caller holds a role in (every one for an
+ * admin). A cluster is a row of the configuration; what the API says of it comes from Redis:
+ * its health (fg:cluster), each cached resource's sync state (fg:sync) and its capacity, summed
+ * from its cached nodes (HSCAN, a batch at a time).
+ */
+#include "reads.h"
+
+#include "fleetgate/auth.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NODE_SCAN_COUNT "500"
+
+/* ---- projects ----------------------------------------------------------- */
+
+static json_t *present_project(const rd_ctx_t *c, json_t *const *objs) {
+    static const struct {
+        const char *from, *to;
+    } tiers[] = {
+        {"reserved", "Reserved"}, {"onDemand", "OnDemand"}, {"preemptible", "Preemptible"}};
+    const json_t *f = NULL;
+    json_t *clusters = json_array();
+    const char *created = NULL;
+    bool terminating = false;
+    for (size_t i = 0; i < c->nparts; i++) {
+        if (objs[i] == NULL)
+            continue;
+        f = f ? f : objs[i];
+        json_array_append_new(clusters, json_string(c->parts[i].conf->name));
+        const char *t = rd_str(objs[i], "creationTime");
+        if (t && (created == NULL || strcmp(t, created) < 0))
+            created = t;
+        const char *phase = rd_str(objs[i], "phase");
+        terminating = terminating || (phase && strcmp(phase, "Terminating") == 0);
+    }
+    json_t *o = json_object();
+    rd_copy(o, "name", f, "name");
+    if (json_is_object(json_object_get(f, "labels")))
+        rd_copy(o, "labels", f, "labels");
+    json_t *quotas = json_object();
+    const json_t *quota = json_object_get(f, "quota");
+    for (size_t k = 0; k < sizeof tiers / sizeof tiers[0]; k++) {
+        const json_t *q = json_object_get(quota, tiers[k].from);
+        if (!json_is_object(q))
+            continue;
+        json_t *limits = json_object();
+        rd_copy_quantity(limits, "cpu", q, "cpu", true);
+        rd_copy_quantity(limits, "memory", q, "memory", false);
+        json_object_set_new(quotas, tiers[k].to, json_pack("{s:o}", "limits", limits));
+    }
+    json_object_set_new(o, "quotas", quotas);
+    json_object_set_new(o, "phase", json_string(terminating ? "Terminating" : "Active"));
+    json_object_set_new(o, "clusters", clusters);
+    char version[80];
+    rd_group_version(c, objs, version, sizeof version);
+    json_object_set_new(o, "version", json_string(version));
+    if (created)
+        json_object_set_new(o, "createdAt", json_string(created));
+    return o;
+}
+
+static json_t *project_item(const rd_ctx_t *c, const char *name, json_t *const *objs, void *arg) {
+    const rd_selector_t *sel = arg;
+    if (!fg_auth_can(fg_auth_principal(c->req), name, FG_PERM_READ))
+        return NULL; /* not one of the caller's projects */
+    json_t *o = present_project(c, objs);
+    if (!rd_selector_match(sel, json_object_get(o, "labels"))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+int fg_api_list_projects(fg_req_t *req) {
+    size_t limit;
+    rd_selector_t *sel = NULL;
+    rd_ctx_t c;
+    if (!rd_limit_or_reply(req, &limit) || !rd_selector_or_reply(req, &sel))
+        return FG_OK;
+    if (rd_begin_or_reply(&c, req, "project", "namespaces", "_", NULL, NULL))
+        rd_list_reply(&c, true, NULL, limit, project_item, sel);
+    rd_selector_free(sel);
+    return FG_OK;
+}
+
+int fg_api_get_project(fg_req_t *req) {
+    const char *name = fg_req_param(req, "project");
+    json_t *objs[RD_MAX_CLUSTERS];
+    size_t found;
+    rd_ctx_t c;
+    if (!rd_get_or_reply(&c, req, "project", "namespaces", "_", name, NULL, objs, &found))
+        return FG_OK;
+    if (found == 0)
+        return fg_reply_problem(req, FG_PROBLEM_NOT_FOUND, "no project %s", name);
+    json_t *o = present_project(&c, objs);
+    rd_objs_free(objs, c.nparts);
+    char etag[80];
+    snprintf(etag, sizeof etag, "%s", rd_str(o, "version"));
+    return rd_reply_etag(req, o, etag);
+}
+
+/* ---- clusters ----------------------------------------------------------- */
+
+/* The resources the informers cache, in the order the API lists their sync state. */
+static const char *const resources[] = {
+    "namespaces", "nodes", "pods", "deployments", "jobs", "cronjobs", "horizontalpodautoscalers",
+    "events"};
+#define NRES (sizeof resources / sizeof resources[0])
+
+static const char *const sync_states[] = {"Syncing", "Synced", "Relisting", "Lagging", NULL};
+
+typedef struct {
+    int64_t nodes, ready, cpu_cap, cpu_alloc, mem_cap, mem_alloc, pods_cap;
+    char kubelet[65];
+} capacity_t;
+
+/* Adds one cached node to the sums. */
+static void add_node(capacity_t *cap, const char *json, size_t len) {
+    json_t *n = NULL;
+    if (fg_json_load(json, len, &n, NULL, 0) != FG_OK)
+        return;
+    const json_t *c = json_object_get(n, "capacityUnits"),
+                 *a = json_object_get(n, "allocatableUnits");
+    cap->nodes++;
+    cap->ready += json_is_true(json_object_get(n, "ready"));
+    cap->cpu_cap += rd_int(c, "cpuMilli", 0);
+    cap->cpu_alloc += rd_int(a, "cpuMilli", 0);
+    cap->mem_cap += rd_int(c, "memoryBytes", 0);
+    cap->mem_alloc += rd_int(a, "memoryBytes", 0);
+    cap->pods_cap += rd_int(c, "pods", 0);
+    if (cap->kubelet[0] == '\0' && rd_str(n, "kubeletVersion"))
+        snprintf(cap->kubelet, sizeof cap->kubelet, "%s", rd_str(n, "kubeletVersion"));
+    json_decref(n);
+}
+
+/* Sums the cluster's cached nodes, HSCAN batch by batch (never the whole hash at once). */
+static bool capacity_or_reply(fg_req_t *req, fg_api_t *api, const char *cluster, capacity_t *cap) {
+    char key[160], cursor[32] = "0";
+    snprintf(key, sizeof key, "fg:o:node:%s:_", cluster);
+    memset(cap, 0, sizeof *cap);
+    do {
+        const char *argv[] = {"HSCAN", key, cursor, "COUNT", NODE_SCAN_COUNT};
+        const char *const *argvs[] = {argv};
+        size_t argc = 5;
+        fg_redis_reply_t *rep;
+        if (!rd_pipeline_or_reply(req, api, 1, &argc, argvs, &rep))
+            return false;
+        size_t clen;
+        const char *next = fg_redis_reply_str(fg_redis_reply_at(rep, 0), &clen);
+        snprintf(cursor, sizeof cursor, "%.*s", (int)(next ? clen : 1), next ? next : "0");
+        const fg_redis_reply_t *kv = fg_redis_reply_at(rep, 1);
+        for (size_t i = 1; kv && i < fg_redis_reply_len(kv); i += 2) {
+            size_t len;
+            const char *v = fg_redis_reply_str(fg_redis_reply_at(kv, i), &len);
+            if (v)
+                add_node(cap, v, len);
+        }
+        fg_redis_reply_free(rep);
+    } while (strcmp(cursor, "0") != 0);
+    return true;
+}
+
+/* A CPU amount in millicores as a Kubernetes quantity: cores when whole, else "Nm". */
+static json_t *cpu_quantity(int64_t milli) {
+    char s[32];
+    if (milli % 1000 == 0)
+        snprintf(s, sizeof s, "%lld", (long long)(milli / 1000));
+    else
+        snprintf(s, sizeof s, "%lldm", (long long)milli);
+    return json_string(s);
+}
+
+static json_t *bytes_quantity(int64_t bytes) {
+    char s[32];
+    snprintf(s, sizeof s, "%lld", (long long)bytes);
+    return json_string(s);
+}
+
+/* One cluster as the API's Cluster, or NULL when it replied (Redis failed). */
+static json_t *cluster_or_reply(fg_req_t *req, fg_api_t *api, const fg_cluster_conf_t *cc) {
+    char keys[1 + NRES][160];
+    const char *argv[1 + NRES][2];
+    const char *const *argvs[1 + NRES];
+    size_t argcs[1 + NRES];
+    fg_redis_reply_t *reps[1 + NRES];
+    snprintf(keys[0], sizeof keys[0], "fg:cluster:%s", cc->name);
+    for (size_t i = 0; i < NRES; i++)
+        snprintf(keys[1 + i], sizeof keys[0], "fg:sync:%s:%s", cc->name, resources[i]);
+    for (size_t i = 0; i < 1 + NRES; i++) {
+        argv[i][0] = "HGETALL";
+        argv[i][1] = keys[i];
+        argvs[i] = argv[i];
+        argcs[i] = 2;
+    }
+    capacity_t cap;
+    if (!rd_pipeline_or_reply(req, api, 1 + NRES, argcs, argvs, reps))
+        return NULL;
+    if (!capacity_or_reply(req, api, cc->name, &cap)) {
+        for (size_t i = 0; i < 1 + NRES; i++)
+            fg_redis_reply_free(reps[i]);
+        return NULL;
+    }
+    json_t *sync = json_array();
+    bool settling = false;
+    int64_t pods_cached = 0;
+    for (size_t i = 0; i < NRES; i++) {
+        const fg_redis_reply_t *h = reps[1 + i];
+        char state[32], rv[65];
+        rd_hfield(h, "state", state, sizeof state);
+        if (fg_redis_reply_len(h) == 0)
+            continue;
+        bool known = false;
+        for (size_t k = 0; sync_states[k]; k++)
+            known = known || strcmp(state, sync_states[k]) == 0;
+        if (!known)
+            continue;
+        settling = settling || strcmp(state, "Synced") != 0;
+        rd_hfield(h, "rv", rv, sizeof rv);
+        int64_t objects = rd_hfield_int(h, "objects");
+        if (strcmp(resources[i], "pods") == 0)
+            pods_cached = objects;
+        json_array_append_new(
+            sync, json_pack("{s:s,s:s,s:I,s:o,s:o,s:o}", "resource", resources[i], "state", state,
+                            "objects", (json_int_t)objects, "resourceVersion",
+                            rv[0] ? json_string(rv) : json_null(), "lastEventAt",
+                            rd_time_or_null(rd_hfield_int(h, "lastEventMs")), "lastListedAt",
+                            rd_time_or_null(rd_hfield_int(h, "lastSyncMs"))));
+    }
+    const fg_redis_reply_t *cl = reps[0];
+    char health[32], err[512];
+    rd_hfield(cl, "health", health, sizeof health);
+    rd_hfield(cl, "lastError", err, sizeof err);
+    const char *h = fg_redis_reply_len(cl) == 0          ? "Unreachable"
+                    : strcmp(health, "Unreachable") == 0 ? "Unreachable"
+                    : settling                           ? "Degraded"
+                                                         : "Healthy";
+    json_t *o = json_pack(
+        "{s:s,s:s,s:s,s:s,s:o,s:o,s:{s:I,s:I,s:{s:o,s:o,s:s},s:{s:o,s:o,s:s},s:{s:I,s:I}},s:o}",
+        "name", cc->name, "region", cc->region ? cc->region : "", "zone", cc->zone, "health", h,
+        "lastContactAt", rd_time_or_null(rd_hfield_int(cl, "lastContactMs")), "kubernetesVersion",
+        cap.kubelet[0] ? json_string(cap.kubelet) : json_null(), "capacity", "nodes",
+        (json_int_t)cap.nodes, "readyNodes", (json_int_t)cap.ready, "cpu", "capacity",
+        cpu_quantity(cap.cpu_cap), "allocatable", cpu_quantity(cap.cpu_alloc), "requested", "0",
+        "memory", "capacity", bytes_quantity(cap.mem_cap), "allocatable",
+        bytes_quantity(cap.mem_alloc), "requested", "0", "pods", "capacity",
+        (json_int_t)cap.pods_cap, "running", (json_int_t)pods_cached, "sync", sync);
+    if (fg_redis_reply_len(cl) == 0)
+        json_object_set_new(o, "healthDetail", json_string("not contacted yet"));
+    else if (err[0])
+        json_object_set_new(o, "healthDetail", rd_string_cut(err, 1024));
+    for (size_t i = 0; i < 1 + NRES; i++)
+        fg_redis_reply_free(reps[i]);
+    return o;
+}
+
+static int cmp_conf(const void *a, const void *b) {
+    return strcmp((*(const fg_cluster_conf_t *const *)a)->name,
+                  (*(const fg_cluster_conf_t *const *)b)->name);
+}
+
+int fg_api_list_clusters(fg_req_t *req) {
+    size_t limit;
+    const char *zone;
+    rd_selector_t *sel = NULL;
+    char after[RD_NAME_MAX + 1], unused[64];
+    bool have;
+    rd_ctx_t c;
+    if (!rd_limit_or_reply(req, &limit) || !rd_label_param_or_reply(req, "zone", &zone) ||
+        !rd_cursor_or_reply(req, after, unused, &have) || !rd_selector_or_reply(req, &sel))
+        return FG_OK;
+    if (!rd_begin_or_reply(&c, req, "node", "nodes", "_", NULL, zone)) {
+        rd_selector_free(sel);
+        return FG_OK;
+    }
+    /* Configured clusters carry no labels: a selector matches them as objects without any. */
+    bool all = rd_selector_match(sel, NULL);
+    rd_selector_free(sel);
+    const fg_cluster_conf_t *order[RD_MAX_CLUSTERS];
+    for (size_t i = 0; i < c.nparts; i++)
+        order[i] = c.parts[i].conf;
+    qsort(order, c.nparts, sizeof order[0], cmp_conf);
+    json_t *items = json_array();
+    size_t i = 0, n = 0;
+    for (; all && i < c.nparts && n < limit; i++) {
+        if (have && strcmp(order[i]->name, after) <= 0)
+            continue;
+        json_t *o = cluster_or_reply(req, c.api, order[i]);
+        if (o == NULL) {
+            json_decref(items);
+            return FG_OK;
+        }
+        json_array_append_new(items, o);
+        n++;
+    }
+    json_t *cursor = json_null();
+    if (all && i < c.nparts && n > 0) {
+        char cur[2048];
+        rd_cursor_encode(order[i - 1]->name, "", cur, sizeof cur);
+        json_decref(cursor);
+        cursor = json_string(cur);
+    }
+    fg_auth_charge_items(req, n);
+    return rd_reply_etag(
+        req,
+        json_pack("{s:o,s:o,s:o}", "items", items, "cursor", cursor, "clusters", rd_parts_json(&c)),
+        NULL);
+}
+
+int fg_api_get_cluster(fg_req_t *req) {
+    const char *name = fg_req_param(req, "cluster");
+    fg_api_t *api = fg_req_app(req);
+    const fg_cluster_conf_t *cc = NULL;
+    for (size_t i = 0; i < api->cfg->nclusters && cc == NULL; i++)
+        if (strcmp(api->cfg->clusters[i].name, name) == 0)
+            cc = &api->cfg->clusters[i];
+    if (cc == NULL)
+        return fg_reply_problem(req, FG_PROBLEM_NOT_FOUND, "no member cluster %s", name);
+    json_t *o = cluster_or_reply(req, api, cc);
+    return o ? rd_reply_etag(req, o, NULL) : FG_OK;
+}

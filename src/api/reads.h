@@ -1,0 +1,179 @@
+/* api/reads.h: what the read handlers (pods.c, workloads.c, platform.c) share, implemented in
+ * src/api/reads.c: each member cluster's part of an answer (Current / Stale / Missing, read from
+ * fg:cluster and fg:sync, cache/SCHEMA.md section 2), query parameters (limit, cursor, label
+ * selector), the keyset walk over the per-cluster sorted indexes, ETag / If-None-Match, and
+ * the problems they send. Not part of any public surface.
+ *
+ * Helpers named *_or_reply send the problem themselves and return false; the handler then
+ * returns FG_OK at once.
+ */
+#ifndef FLEETGATE_API_READS_H
+#define FLEETGATE_API_READS_H
+
+#include "api_internal.h"
+#include "fleetgate/cache.h"
+
+#define RD_MAX_CLUSTERS 64  /* the configuration allows at most 64 member clusters */
+#define RD_NAME_MAX     253 /* a DNS-1123 subdomain */
+
+typedef enum { RD_CURRENT = 0, RD_STALE, RD_MISSING } rd_state_t;
+
+/* One member cluster's part of an answer. */
+typedef struct {
+    const fg_cluster_conf_t *conf; /* borrowed from the configuration */
+    rd_state_t state;
+    int64_t stale_since_ms; /* Stale: the last successful contact (0: unknown) */
+    int64_t applied_ms;     /* the last event or relist applied (0: none) */
+    char rv[65];            /* the watermark ("" when none) */
+    char reason[256];       /* why it is not Current */
+} rd_part_t;
+
+/* One read: the request, what it reads, and the clusters in scope (after the cluster and zone
+ * filters), sorted by name. */
+typedef struct {
+    fg_req_t *req;
+    fg_api_t *api;
+    const char *kind;     /* fleetgate's kind name: "pod", "app", ... */
+    const char *resource; /* the Kubernetes resource its sync state is kept under */
+    const char *scope;    /* the project, or "_" for cluster-scoped kinds */
+    rd_part_t parts[RD_MAX_CLUSTERS];
+    size_t nparts;
+} rd_ctx_t;
+
+/* A parsed label selector (opaque; NULL matches everything). */
+typedef struct rd_selector rd_selector_t;
+
+/* Turns an object group into a list item: objs[i] is the object of parts[i] (borrowed; NULL when
+ * that cluster has none), name the group's name. Returns a new reference, or NULL to leave the
+ * group out (a filter did not match). */
+typedef json_t *(*rd_present_fn)(const rd_ctx_t *c, const char *name, json_t *const *objs,
+                                 void *arg);
+
+/* ---- set-up ------------------------------------------------------------- */
+
+/* Fills c for a read of kind/resource in scope, over the configured clusters that pass the
+ * cluster and zone filters (NULL: no filter), and reads each one's state from Redis. */
+bool rd_begin_or_reply(rd_ctx_t *c, fg_req_t *req, const char *kind, const char *resource,
+                       const char *scope, const char *cluster, const char *zone);
+/* The `clusters` member of a list answer (a new reference). */
+json_t *rd_parts_json(const rd_ctx_t *c);
+const char *rd_state_name(rd_state_t s);
+
+/* ---- parameters --------------------------------------------------------- */
+
+/* limit: 1..1000, 100 when absent (422 naming `limit` otherwise). */
+bool rd_limit_or_reply(fg_req_t *req, size_t *limit);
+/* An optional query parameter that must be a DNS-1123 label (cluster, zone is free text up to 63,
+ * app); NULL when absent. */
+bool rd_label_param_or_reply(fg_req_t *req, const char *name, const char **out);
+/* An optional parameter whose value must be one of values (NULL-terminated). */
+bool rd_enum_param_or_reply(fg_req_t *req, const char *name, const char *const *values,
+                            const char **out);
+/* An object name from the path (the route's last {param}): a DNS-1123 subdomain, else 422. The
+ * get helpers below check theirs, and the {project} of every read. */
+bool rd_name_or_reply(fg_req_t *req, const char *name);
+/* labelSelector into *out (NULL when absent); free with rd_selector_free. */
+bool rd_selector_or_reply(fg_req_t *req, rd_selector_t **out);
+void rd_selector_free(rd_selector_t *s);
+/* Whether labels (a JSON object, or NULL for none) satisfy the selector (NULL: always). */
+bool rd_selector_match(const rd_selector_t *s, const json_t *labels);
+
+/* The `cursor` parameter: *have false when absent; name and cluster (at least RD_NAME_MAX + 1
+ * and 64 bytes) of the last item of the previous page otherwise. */
+bool rd_cursor_or_reply(fg_req_t *req, char *name, char *cluster, bool *have);
+/* The cursor that continues after (name, cluster); out holds at least 1024 bytes. */
+void rd_cursor_encode(const char *name, const char *cluster, char *out, size_t outlen);
+
+/* ---- Redis -------------------------------------------------------------- */
+
+/* fg_redis_pipeline, answering 503 redis-unavailable (with the reason) when Redis cannot. */
+bool rd_pipeline_or_reply(fg_req_t *req, fg_api_t *api, size_t n, const size_t *argcs,
+                          const char *const *const *argvs, fg_redis_reply_t **outs);
+/* A field of an HGETALL reply copied into out ("" when absent); as a non-negative integer (0). */
+const char *rd_hfield(const fg_redis_reply_t *h, const char *field, char *out, size_t outlen);
+int64_t rd_hfield_int(const fg_redis_reply_t *h, const char *field);
+/* Unix ms as an RFC 3339 JSON string; null for 0. */
+json_t *rd_time_or_null(int64_t ms);
+
+/* ---- the walk ----------------------------------------------------------- */
+
+/* What a list filter looks at in a presented item; the item cache keeps it beside the item. */
+typedef struct {
+    char phase[16]; /* status phase ("" when none) */
+    char app[64];   /* the app it belongs to ("" when none) */
+    char *labels;   /* its labels as compact JSON text, NULL when none (owned) */
+} rd_facts_t;
+
+/* Whether an item with these facts passes the request's filters. */
+typedef bool (*rd_match_fn)(const rd_facts_t *facts, void *arg);
+
+/* Answers one page of a list: reads the `cursor` parameter, walks the per-cluster indexes
+ * fg:i:{kind}:{cluster}:{scope} of the parts that are not Missing in (name, cluster) order,
+ * loading at most a page of objects at a time (HMGET), and hands each group to present. With
+ * by_name, one group holds a name's objects from every cluster (apps, projects); otherwise each
+ * (name, cluster) is a group of its own (pods). Sends the answer (200 with ETag, or 304) or the
+ * problem. Always returns FG_OK (the handler's return value).
+ * match NULL: present filters (returns NULL to leave a group out). match set (kinds whose item
+ * depends on the object's bytes alone, one object per group): present never filters, items may
+ * come from the item cache (reads.c), and match decides on their facts. */
+int rd_list_reply(rd_ctx_t *c, bool by_name, rd_match_fn match, size_t limit, rd_present_fn present,
+                  void *arg);
+
+/* rd_begin_or_reply for a get, in the same round trip: also loads the object name of every part
+ * (objs[i] for parts[i], new references or NULL; objs holds RD_MAX_CLUSTERS), over the parts of
+ * only_cluster when it is not NULL. *found counts them. */
+bool rd_get_or_reply(rd_ctx_t *c, fg_req_t *req, const char *kind, const char *resource,
+                     const char *scope, const char *name, const char *only_cluster, json_t **objs,
+                     size_t *found);
+void rd_objs_free(json_t **objs, size_t n);
+/* A get that shows no part states, in one round trip: the cached bytes of name in every part
+ * (raws[i], lens[i] for parts[i]: new strings the caller frees, or NULL), over the parts of
+ * only_cluster when it is not NULL. *found counts them. */
+bool rd_get_raw_or_reply(rd_ctx_t *c, fg_req_t *req, const char *kind, const char *scope,
+                         const char *name, const char *only_cluster, char **raws, size_t *lens,
+                         size_t *found);
+
+/* ---- the item cache (reads.c) ------------------------------------------- */
+
+/* Appends the presented text cached for the object bytes raw to text, and its ETag value to
+ * etag; false when none is cached. */
+bool rd_icache_get(const char *raw, size_t len, fg_buf_t *text, char *etag, size_t etaglen);
+/* Caches text (and etag) as the presentation of the object bytes raw (copied). */
+void rd_icache_put(const char *raw, size_t len, const char *text, size_t tlen, const char *etag);
+
+/* ---- replies ------------------------------------------------------------ */
+
+/* Sends body (stolen) with ETag: etag_value quoted when given, otherwise a hash of the body;
+ * answers 304 instead when If-None-Match names it. */
+int rd_reply_etag(fg_req_t *req, json_t *body, const char *etag_value);
+/* rd_reply_etag for a body already serialised (text is taken). */
+int rd_reply_text_etag(fg_req_t *req, char *text, size_t len, const char *etag_value);
+/* 422 invalid with errors [{parameter, detail}]. */
+int rd_reply_invalid_param(fg_req_t *req, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A version for an object made of several clusters' objects: a hash of (cluster, version). */
+void rd_group_version(const rd_ctx_t *c, json_t *const *objs, char *out, size_t outlen);
+
+/* ---- small JSON helpers for presenters ---------------------------------- */
+
+/* Copies src[key] into dst[as] when it is present and not null. */
+void rd_copy(json_t *dst, const char *as, const json_t *src, const char *key);
+/* src[key] as an integer (dflt when absent or not an integer). */
+int64_t rd_int(const json_t *src, const char *key, int64_t dflt);
+/* src[key] as a string (NULL when absent). */
+const char *rd_str(const json_t *src, const char *key);
+/* A string cut to at most max bytes on a UTF-8 boundary (a new reference). */
+json_t *rd_string_cut(const char *s, size_t max);
+/* src[key] as a string, or JSON null. */
+json_t *rd_str_or_null(const json_t *src, const char *key);
+/* Copies src[key] into dst[as] when it is a quantity the API's CpuQuantity (cpu) or
+ * MemoryQuantity pattern accepts; other spellings are left out. */
+void rd_copy_quantity(json_t *dst, const char *as, const json_t *src, const char *key, bool cpu);
+/* The API's Resources ({requests, limits} of cpu and memory) from a simplified one. */
+json_t *rd_resources(const json_t *src);
+/* The API's Container list ({name, image, resources}) from simplified containers. */
+json_t *rd_spec_containers(const json_t *list);
+/* The part of c whose cluster is named (NULL when none). */
+const rd_part_t *rd_part(const rd_ctx_t *c, const char *cluster);
+
+#endif

@@ -1,0 +1,470 @@
+/* api/workloads.c: the reads of apps, job sets, cron jobs and scalers, from the cache alone.
+ *
+ * A workload of one name may run in several member clusters (one Deployment, Job, CronJob or HPA
+ * per chosen cluster); the API shows it once, aggregated: counts summed, the status split per
+ * cluster and (apps) per zone, each cluster's part marked Current or Stale. One row per kind
+ * (kinds[]) names its cache kind, its Kubernetes resource, its path parameter, its presenter and
+ * the filters it takes; the list and get handlers are shared.
+ */
+#include "reads.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef json_t *(*present_fn)(const rd_ctx_t *c, json_t *const *objs);
+
+typedef struct {
+    const char *kind;     /* cache kind */
+    const char *resource; /* its sync state's resource */
+    const char *param;    /* the path parameter naming one */
+    const char *noun;     /* for problems: "app", "job set", ... */
+    present_fn present;
+    const char *const *phases; /* values of the phase filter; NULL: no phase filter */
+    bool cluster_filter, zone_filter, app_filter;
+} kind_row_t;
+
+typedef struct {
+    const kind_row_t *k;
+    const rd_selector_t *selector;
+    const char *phase;
+    const char *app;
+} filter_t;
+
+/* ---- shared bits -------------------------------------------------------- */
+
+static const json_t *first_of(const rd_ctx_t *c, json_t *const *objs) {
+    for (size_t i = 0; i < c->nparts; i++)
+        if (objs[i])
+            return objs[i];
+    return NULL;
+}
+
+/* The fields every workload starts with: name, project, labels, version, createdAt (the oldest
+ * cluster's). */
+static json_t *identity(const rd_ctx_t *c, json_t *const *objs) {
+    const json_t *f = first_of(c, objs);
+    json_t *o = json_object();
+    rd_copy(o, "name", f, "name");
+    rd_copy(o, "project", f, "project");
+    if (json_is_object(json_object_get(f, "labels")))
+        rd_copy(o, "labels", f, "labels");
+    char version[80];
+    rd_group_version(c, objs, version, sizeof version);
+    json_object_set_new(o, "version", json_string(version));
+    const char *created = NULL;
+    for (size_t i = 0; i < c->nparts; i++) {
+        const char *t = objs[i] ? rd_str(objs[i], "creationTime") : NULL;
+        if (t && (created == NULL || strcmp(t, created) < 0))
+            created = t;
+    }
+    if (created)
+        json_object_set_new(o, "createdAt", json_string(created));
+    return o;
+}
+
+/* The latest (or earliest) of objs[*][key] as a JSON string, or null. */
+static json_t *time_over(const rd_ctx_t *c, json_t *const *objs, const char *key, bool latest) {
+    const char *best = NULL;
+    for (size_t i = 0; i < c->nparts; i++) {
+        const char *t = objs[i] ? rd_str(objs[i], key) : NULL;
+        if (t && (best == NULL || (strcmp(t, best) > 0) == latest))
+            best = t;
+    }
+    return best ? json_string(best) : json_null();
+}
+
+static int64_t clamp(int64_t v, int64_t lo, int64_t hi) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* maxSurge / maxUnavailable: an integer >= 0 or "N%" (N up to 3 digits). */
+static bool rollout_value_ok(const json_t *v) {
+    if (json_is_integer(v))
+        return json_integer_value(v) >= 0;
+    const char *s = json_string_value(v);
+    size_t n = s ? strlen(s) : 0;
+    if (n < 2 || n > 4 || s[n - 1] != '%')
+        return false;
+    for (size_t i = 0; i + 1 < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+    return true;
+}
+
+/* ---- apps --------------------------------------------------------------- */
+
+static json_t *replica_counts(int64_t desired, int64_t ready, int64_t updated, int64_t available) {
+    return json_pack("{s:I,s:I,s:I,s:I}", "desired", (json_int_t)desired, "ready",
+                     (json_int_t)ready, "updated", (json_int_t)updated, "available",
+                     (json_int_t)available);
+}
+
+static const char *const app_phases[] = {"Pending", "Running", "Progressing", "Degraded",
+                                         "Paused",  "Stopped", NULL};
+
+static json_t *present_app(const rd_ctx_t *c, json_t *const *objs) {
+    json_t *o = identity(c, objs);
+    const json_t *f = first_of(c, objs);
+    int64_t t[4] = {0, 0, 0, 0};
+    bool paused = false, stale = false, behind = false;
+    json_t *clusters = json_array(), *zones = json_array();
+    int64_t ztot[RD_MAX_CLUSTERS][4];
+    const char *znames[RD_MAX_CLUSTERS];
+    size_t nz = 0;
+    for (size_t i = 0; i < c->nparts; i++) {
+        const json_t *a = objs[i];
+        if (a == NULL)
+            continue;
+        const json_t *r = json_object_get(a, "replicas");
+        int64_t v[4] = {rd_int(r, "desired", 1), rd_int(r, "ready", 0), rd_int(r, "updated", 0),
+                        rd_int(r, "available", 0)};
+        const char *zone = c->parts[i].conf->zone;
+        size_t z = 0;
+        while (z < nz && strcmp(znames[z], zone) != 0)
+            z++;
+        if (z == nz) {
+            znames[nz] = zone;
+            memset(ztot[nz++], 0, sizeof ztot[0]);
+        }
+        for (size_t k = 0; k < 4; k++) {
+            v[k] = v[k] < 0 ? 0 : v[k];
+            t[k] += v[k];
+            ztot[z][k] += v[k];
+        }
+        paused = paused || json_is_true(json_object_get(a, "paused"));
+        stale = stale || c->parts[i].state == RD_STALE;
+        behind = behind || rd_int(a, "observedGeneration", 0) < rd_int(a, "generation", 0);
+        json_array_append_new(clusters, json_pack("{s:s,s:s,s:o,s:s}", "cluster",
+                                                  c->parts[i].conf->name, "zone", zone, "replicas",
+                                                  replica_counts(v[0], v[1], v[2], v[3]), "state",
+                                                  rd_state_name(c->parts[i].state)));
+    }
+    for (size_t z = 0; z < nz; z++)
+        json_array_append_new(
+            zones, json_pack("{s:s,s:o}", "zone", znames[z], "replicas",
+                             replica_counts(ztot[z][0], ztot[z][1], ztot[z][2], ztot[z][3])));
+    const char *phase = t[0] == 0                                                 ? "Stopped"
+                        : paused                                                  ? "Paused"
+                        : stale                                                   ? "Degraded"
+                        : !behind && t[1] >= t[0] && t[2] >= t[0] && t[3] >= t[0] ? "Running"
+                        : t[1] == 0                                               ? "Pending"
+                                                                                  : "Progressing";
+    json_t *spec = json_pack("{s:I,s:o}", "replicas", (json_int_t)clamp(t[0], 0, 1000),
+                             "containers", rd_spec_containers(json_object_get(f, "containers")));
+    const json_t *strategy = json_object_get(f, "strategy");
+    json_t *rollout = json_object();
+    if (rollout_value_ok(json_object_get(strategy, "maxSurge")))
+        rd_copy(rollout, "maxSurge", strategy, "maxSurge");
+    if (rollout_value_ok(json_object_get(strategy, "maxUnavailable")))
+        rd_copy(rollout, "maxUnavailable", strategy, "maxUnavailable");
+    if (json_object_size(rollout))
+        json_object_set_new(spec, "rollout", rollout);
+    else
+        json_decref(rollout);
+    json_object_set_new(o, "spec", spec);
+    json_object_set_new(o, "status",
+                        json_pack("{s:s,s:o,s:o,s:o,s:o}", "phase", phase, "replicas",
+                                  replica_counts(t[0], t[1], t[2], t[3]), "clusters", clusters,
+                                  "zones", zones, "lastRolloutAt",
+                                  time_over(c, objs, "restartedAt", true)));
+    return o;
+}
+
+/* ---- job sets ----------------------------------------------------------- */
+
+static const char *const jobset_phases[] = {"Pending",   "Running", "Suspended",
+                                            "Succeeded", "Failed",  NULL};
+
+static const char *job_phase(const json_t *j) {
+    static const struct {
+        const char *state, *phase;
+    } map[] = {{"Complete", "Succeeded"},
+               {"Failed", "Failed"},
+               {"Suspended", "Suspended"},
+               {"Running", "Running"}};
+    const char *s = rd_str(j, "state");
+    for (size_t i = 0; s && i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(s, map[i].state) == 0)
+            return map[i].phase;
+    return "Pending";
+}
+
+static json_t *job_counts(int64_t active, int64_t succeeded, int64_t failed) {
+    return json_pack("{s:I,s:I,s:I}", "active", (json_int_t)active, "succeeded",
+                     (json_int_t)succeeded, "failed", (json_int_t)failed);
+}
+
+static json_t *present_jobset(const rd_ctx_t *c, json_t *const *objs) {
+    json_t *o = identity(c, objs);
+    const json_t *f = first_of(c, objs);
+    const char *cron = rd_str(f, "cronjob");
+    json_object_set_new(
+        o, "owner", cron ? json_pack("{s:s,s:s}", "kind", "CronJob", "name", cron) : json_null());
+    int64_t act = 0, ok = 0, bad = 0, completions = 0, parallelism = 0;
+    size_t n = 0, nsucc = 0, nsusp = 0, nfail = 0, nrun = 0;
+    bool suspend = false;
+    json_t *clusters = json_array();
+    for (size_t i = 0; i < c->nparts; i++) {
+        const json_t *j = objs[i];
+        if (j == NULL)
+            continue;
+        const char *ph = job_phase(j);
+        n++;
+        nsucc += strcmp(ph, "Succeeded") == 0;
+        nsusp += strcmp(ph, "Suspended") == 0;
+        nfail += strcmp(ph, "Failed") == 0;
+        nrun += strcmp(ph, "Running") == 0;
+        int64_t a = rd_int(j, "active", 0), s = rd_int(j, "succeeded", 0),
+                fl = rd_int(j, "failed", 0);
+        act += a, ok += s, bad += fl;
+        completions += rd_int(j, "completions", 1);
+        parallelism += rd_int(j, "parallelism", 1);
+        suspend = suspend || json_is_true(json_object_get(j, "suspend"));
+        json_array_append_new(
+            clusters, json_pack("{s:s,s:s,s:s,s:o}", "cluster", c->parts[i].conf->name, "zone",
+                                c->parts[i].conf->zone, "phase", ph, "pods", job_counts(a, s, fl)));
+    }
+    const char *phase = nfail        ? "Failed"
+                        : nsucc == n ? "Succeeded"
+                        : nrun       ? "Running"
+                        : nsusp == n ? "Suspended"
+                                     : "Pending";
+    json_t *spec = json_pack("{s:o,s:I,s:I,s:b}", "containers",
+                             rd_spec_containers(json_object_get(f, "containers")), "completions",
+                             (json_int_t)clamp(completions, 1, 100000), "parallelism",
+                             (json_int_t)clamp(parallelism, 0, 10000), "suspend", suspend);
+    const char *mode = rd_str(f, "completionMode");
+    if (mode && (strcmp(mode, "NonIndexed") == 0 || strcmp(mode, "Indexed") == 0))
+        json_object_set_new(spec, "completionMode", json_string(mode));
+    if (json_is_integer(json_object_get(f, "backoffLimit")))
+        json_object_set_new(spec, "backoffLimit",
+                            json_integer(clamp(rd_int(f, "backoffLimit", 6), 0, 1000)));
+    if (rd_int(f, "activeDeadlineSeconds", 0) >= 1)
+        rd_copy(spec, "activeDeadlineSeconds", f, "activeDeadlineSeconds");
+    json_object_set_new(o, "spec", spec);
+    bool finished = strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0;
+    json_object_set_new(
+        o, "status",
+        json_pack("{s:s,s:o,s:o,s:o,s:o}", "phase", phase, "pods", job_counts(act, ok, bad),
+                  "startedAt", time_over(c, objs, "startTime", false), "completedAt",
+                  finished ? time_over(c, objs, "completionTime", true) : json_null(), "clusters",
+                  clusters));
+    return o;
+}
+
+/* ---- cron jobs ---------------------------------------------------------- */
+
+static json_t *present_cronjob(const rd_ctx_t *c, json_t *const *objs) {
+    static const char *const policies[] = {"Allow", "Forbid", "Replace"};
+    json_t *o = identity(c, objs);
+    const json_t *f = first_of(c, objs);
+    const char *schedule = rd_str(f, "schedule");
+    json_t *spec = json_pack("{s:s,s:b,s:{s:o}}", "schedule", schedule ? schedule : "@daily",
+                             "suspend", json_is_true(json_object_get(f, "suspend")), "jobTemplate",
+                             "containers", rd_spec_containers(json_object_get(f, "containers")));
+    rd_copy(spec, "timeZone", f, "timeZone");
+    const char *policy = rd_str(f, "concurrencyPolicy");
+    for (size_t i = 0; policy && i < 3; i++)
+        if (strcmp(policy, policies[i]) == 0)
+            json_object_set_new(spec, "concurrencyPolicy", json_string(policy));
+    json_object_set_new(o, "spec", spec);
+    json_t *active = json_array(), *clusters = json_array();
+    bool suspended = true;
+    for (size_t i = 0; i < c->nparts; i++) {
+        const json_t *cj = objs[i];
+        if (cj == NULL)
+            continue;
+        suspended = suspended && json_is_true(json_object_get(cj, "suspend"));
+        size_t k;
+        json_t *name;
+        json_array_foreach(json_object_get(cj, "active"), k, name) {
+            if (json_is_string(name))
+                json_array_append(active, name);
+        }
+        json_array_append_new(clusters,
+                              json_pack("{s:s,s:s,s:o}", "cluster", c->parts[i].conf->name, "zone",
+                                        c->parts[i].conf->zone, "lastScheduleAt",
+                                        rd_str_or_null(cj, "lastScheduleTime")));
+    }
+    json_object_set_new(o, "status",
+                        json_pack("{s:b,s:o,s:o,s:o,s:o,s:o}", "suspended", suspended, "active",
+                                  active, "lastScheduleAt",
+                                  time_over(c, objs, "lastScheduleTime", true), "lastSuccessfulAt",
+                                  time_over(c, objs, "lastSuccessfulTime", true), "nextScheduleAt",
+                                  json_null(), "clusters", clusters));
+    return o;
+}
+
+/* ---- scalers ------------------------------------------------------------ */
+
+/* The averageUtilization of the cpu or memory Resource metric in list (under field), or -1. */
+static int64_t utilization(const json_t *list, const char *resource, const char *field) {
+    size_t i;
+    json_t *m;
+    json_array_foreach(list, i, m) {
+        const char *name = rd_str(m, "name");
+        if (name && strcmp(name, resource) == 0)
+            return rd_int(json_object_get(m, field), "averageUtilization", -1);
+    }
+    return -1;
+}
+
+static json_t *present_scaler(const rd_ctx_t *c, json_t *const *objs) {
+    json_t *o = identity(c, objs);
+    const json_t *f = first_of(c, objs);
+    int64_t minr = 0, maxr = 0, cur = 0, want = 0;
+    json_t *clusters = json_array();
+    for (size_t i = 0; i < c->nparts; i++) {
+        const json_t *s = objs[i];
+        if (s == NULL)
+            continue;
+        minr += rd_int(s, "minReplicas", 1);
+        maxr += rd_int(s, "maxReplicas", 1);
+        int64_t a = rd_int(s, "currentReplicas", 0), d = rd_int(s, "desiredReplicas", 0);
+        cur += a, want += d;
+        json_array_append_new(clusters,
+                              json_pack("{s:s,s:s,s:I,s:I}", "cluster", c->parts[i].conf->name,
+                                        "zone", c->parts[i].conf->zone, "currentReplicas",
+                                        (json_int_t)a, "desiredReplicas", (json_int_t)d));
+    }
+    json_t *targets = json_object(), *util = json_object();
+    static const struct {
+        const char *resource, *target, *measured;
+    } res[] = {{"cpu", "cpuUtilization", "cpu"}, {"memory", "memoryUtilization", "memory"}};
+    for (size_t k = 0; k < 2; k++) {
+        int64_t t = utilization(json_object_get(f, "metrics"), res[k].resource, "target");
+        if (t >= 1 && t <= 100)
+            json_object_set_new(targets, res[k].target, json_integer(t));
+        int64_t m = utilization(json_object_get(f, "currentMetrics"), res[k].resource, "current");
+        if (m >= 0)
+            json_object_set_new(util, res[k].measured, json_integer(m));
+    }
+    const json_t *target = json_object_get(f, "target");
+    json_t *spec =
+        json_pack("{s:s,s:I,s:I,s:o}", "app", rd_str(target, "name") ? rd_str(target, "name") : "",
+                  "minReplicas", (json_int_t)clamp(minr, 0, 1000), "maxReplicas",
+                  (json_int_t)clamp(maxr, 1, 1000), "targets", targets);
+    const json_t *behavior = json_object_get(f, "behavior");
+    json_t *cool = json_object();
+    if (json_is_integer(
+            json_object_get(json_object_get(behavior, "scaleUp"), "stabilizationWindowSeconds")))
+        json_object_set_new(cool, "scaleUpSeconds",
+                            json_integer(clamp(rd_int(json_object_get(behavior, "scaleUp"),
+                                                      "stabilizationWindowSeconds", 0),
+                                               0, 3600)));
+    if (json_is_integer(
+            json_object_get(json_object_get(behavior, "scaleDown"), "stabilizationWindowSeconds")))
+        json_object_set_new(cool, "scaleDownSeconds",
+                            json_integer(clamp(rd_int(json_object_get(behavior, "scaleDown"),
+                                                      "stabilizationWindowSeconds", 300),
+                                               0, 3600)));
+    if (json_object_size(cool))
+        json_object_set_new(spec, "cooldown", cool);
+    else
+        json_decref(cool);
+    json_object_set_new(o, "spec", spec);
+    json_t *status =
+        json_pack("{s:I,s:I,s:o,s:o,s:o}", "currentReplicas", (json_int_t)cur, "desiredReplicas",
+                  (json_int_t)want, "activeSchedule", json_null(), "lastScaledAt",
+                  time_over(c, objs, "lastScaleTime", true), "clusters", clusters);
+    if (json_object_size(util))
+        json_object_set_new(status, "utilization", util);
+    else
+        json_decref(util);
+    json_object_set_new(o, "status", status);
+    return o;
+}
+
+/* ---- the table and the shared handlers ---------------------------------- */
+
+enum { K_APP, K_JOBSET, K_CRONJOB, K_SCALER };
+
+static const kind_row_t kinds[] = {
+    [K_APP] = {"app", "deployments", "app", "app", present_app, app_phases, true, true, false},
+    [K_JOBSET] = {"jobset", "jobs", "jobset", "job set", present_jobset, jobset_phases, true, true,
+                  false},
+    [K_CRONJOB] = {"cronjob", "cronjobs", "cronjob", "cron job", present_cronjob, NULL, true, false,
+                   false},
+    [K_SCALER] = {"scaler", "horizontalpodautoscalers", "scaler", "scaler", present_scaler, NULL,
+                  false, false, true},
+};
+
+static json_t *list_item(const rd_ctx_t *c, const char *name, json_t *const *objs, void *arg) {
+    const filter_t *f = arg;
+    (void)name;
+    const json_t *first = first_of(c, objs);
+    if (!rd_selector_match(f->selector, json_object_get(first, "labels")))
+        return NULL;
+    json_t *item = f->k->present(c, objs);
+    const char *phase = rd_str(json_object_get(item, "status"), "phase");
+    const char *app = rd_str(json_object_get(item, "spec"), "app");
+    if ((f->phase && (phase == NULL || strcmp(phase, f->phase) != 0)) ||
+        (f->app && (app == NULL || strcmp(app, f->app) != 0))) {
+        json_decref(item);
+        return NULL;
+    }
+    return item;
+}
+
+static int list_kind(fg_req_t *req, const kind_row_t *k) {
+    size_t limit;
+    const char *cluster = NULL, *zone = NULL;
+    filter_t f = {.k = k};
+    rd_selector_t *sel = NULL;
+    rd_ctx_t c;
+    if (!rd_limit_or_reply(req, &limit) ||
+        (k->cluster_filter && !rd_label_param_or_reply(req, "cluster", &cluster)) ||
+        (k->zone_filter && !rd_label_param_or_reply(req, "zone", &zone)) ||
+        (k->app_filter && !rd_label_param_or_reply(req, "app", &f.app)) ||
+        (k->phases && !rd_enum_param_or_reply(req, "phase", k->phases, &f.phase)) ||
+        !rd_selector_or_reply(req, &sel))
+        return FG_OK;
+    f.selector = sel;
+    if (rd_begin_or_reply(&c, req, k->kind, k->resource, fg_req_param(req, "project"), cluster,
+                          zone))
+        rd_list_reply(&c, true, NULL, limit, list_item, &f);
+    rd_selector_free(sel);
+    return FG_OK;
+}
+
+static int get_kind(fg_req_t *req, const kind_row_t *k) {
+    const char *project = fg_req_param(req, "project"), *name = fg_req_param(req, k->param);
+    json_t *objs[RD_MAX_CLUSTERS];
+    size_t found;
+    rd_ctx_t c;
+    if (!rd_get_or_reply(&c, req, k->kind, k->resource, project, name, NULL, objs, &found))
+        return FG_OK;
+    if (found == 0)
+        return fg_reply_problem(req, FG_PROBLEM_NOT_FOUND, "no %s %s in project %s", k->noun, name,
+                                project);
+    json_t *item = k->present(&c, objs);
+    rd_objs_free(objs, c.nparts);
+    char etag[80];
+    snprintf(etag, sizeof etag, "%s", rd_str(item, "version"));
+    return rd_reply_etag(req, item, etag);
+}
+
+int fg_api_list_apps(fg_req_t *req) {
+    return list_kind(req, &kinds[K_APP]);
+}
+int fg_api_get_app(fg_req_t *req) {
+    return get_kind(req, &kinds[K_APP]);
+}
+int fg_api_list_jobsets(fg_req_t *req) {
+    return list_kind(req, &kinds[K_JOBSET]);
+}
+int fg_api_get_jobset(fg_req_t *req) {
+    return get_kind(req, &kinds[K_JOBSET]);
+}
+int fg_api_list_cronjobs(fg_req_t *req) {
+    return list_kind(req, &kinds[K_CRONJOB]);
+}
+int fg_api_get_cronjob(fg_req_t *req) {
+    return get_kind(req, &kinds[K_CRONJOB]);
+}
+int fg_api_list_scalers(fg_req_t *req) {
+    return list_kind(req, &kinds[K_SCALER]);
+}
+int fg_api_get_scaler(fg_req_t *req) {
+    return get_kind(req, &kinds[K_SCALER]);
+}

@@ -1,0 +1,458 @@
+/* auth/gate.c: the dispatcher's gate and seal, the verified-token cache, and key reloads.
+ *
+ * The gate runs before a matched route's handler: the route's permission (public routes pass
+ * untouched), the bearer token (verified, or found in the cache), the caller's role in the
+ * route's {project}, then the rate limit. Each refusal replies itself (401 with
+ * WWW-Authenticate, 403, 429 with Retry-After). The seal runs just before any reply of a gated
+ * request leaves: it adds RateLimit-Limit/-Remaining/-Reset and writes the audit line of a
+ * mutating call (any method but GET/HEAD/OPTIONS) or a refused one (401/403/429). When a mutating
+ * call cannot be audited its reply becomes 503 (fail closed); and while the audit log is known
+ * to fail, mutating calls are refused by the gate before their handler acts.
+ *
+ * The token cache is a fixed array indexed by the token's SHA-256, one entry per slot (a newer
+ * token takes the slot over), behind striped mutexes. An entry holds a principal reference and
+ * serves only while now < exp and the key set is the one that verified it (a reload bumps the
+ * generation, so removed keys stop working at once).
+ *
+ * Key set swaps: readers take a reference under a mutex held for two instructions, and only on
+ * a cache miss; the old set is freed by whichever request lets it go last.
+ */
+#include "auth_internal.h"
+
+#include <openssl/sha.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define CACHE_STRIPES 64
+
+typedef struct {
+    unsigned char hash[SHA256_DIGEST_LENGTH];
+    fg_principal_t *p; /* NULL: empty */
+    uint64_t gen;
+} centry_t;
+
+struct fg_auth {
+    const fg_config_t *conf;
+    pthread_mutex_t ks_mu;
+    fg_keyset_t *ks;
+    atomic_uint_fast64_t gen;
+    centry_t *cache;
+    size_t cache_mask; /* entries - 1; no cache when entries is 0 */
+    pthread_mutex_t cache_mu[CACHE_STRIPES];
+    fg_audit_t *audit;
+    fg_ratelimit_t *rl;
+    fg_metric_t *m_denied, *m_audit_fail, *m_cache, *m_fallback;
+};
+
+/* What the gate knows of one request; freed with it. */
+typedef struct {
+    fg_auth_t *auth;
+    fg_principal_t *principal;
+    char *project;
+    char reason[160]; /* why it was refused, for the audit line */
+    bool has_rate;
+    fg_rate_result_t rate;
+    fg_stream_lease_t *lease;
+} reqstate_t;
+
+static void reqstate_free(void *ptr) {
+    reqstate_t *st = ptr;
+    if (st->lease)
+        fg_ratelimit_stream_release(st->auth->rl, st->lease);
+    fg_principal_release(st->principal);
+    free(st->project);
+    free(st);
+}
+
+/* ---- lifecycle --------------------------------------------------------- */
+
+static void register_metrics(fg_auth_t *a) {
+    static const char *const reason[] = {"reason", NULL};
+    static const char *const result[] = {"result", NULL};
+    a->m_denied =
+        fg_metrics_register("fleetgate_auth_denied_total", "Calls refused by the gate, by reason.",
+                            FG_METRIC_COUNTER, reason);
+    a->m_audit_fail =
+        fg_metrics_register("fleetgate_audit_write_failures_total",
+                            "Audit lines that could not be written (mutating calls so refused).",
+                            FG_METRIC_COUNTER, NULL);
+    fg_metric_add(a->m_audit_fail, NULL, 0);
+    a->m_cache = fg_metrics_register("fleetgate_auth_token_cache_total",
+                                     "Token verifications served from the cache, or not.",
+                                     FG_METRIC_COUNTER, result);
+    a->m_fallback = fg_metrics_register(
+        "fleetgate_ratelimit_local_decisions_total",
+        "Rate-limit decisions taken by per-process buckets because Redis could not answer.",
+        FG_METRIC_COUNTER, NULL);
+    fg_metric_add(a->m_fallback, NULL, 0);
+}
+
+int fg_auth_new(fg_auth_t **out, const fg_config_t *conf, fg_redis_t *redis, fg_buf_t *errs) {
+    fg_auth_t *a = fg_xcalloc(1, sizeof *a);
+    int rc = FG_OK;
+    a->conf = conf;
+    pthread_mutex_init(&a->ks_mu, NULL);
+    for (int i = 0; i < CACHE_STRIPES; i++)
+        pthread_mutex_init(&a->cache_mu[i], NULL);
+    atomic_init(&a->gen, 1);
+    if (conf->auth.token_cache_entries > 0) {
+        size_t n = 1;
+        while (n < (size_t)conf->auth.token_cache_entries)
+            n <<= 1;
+        a->cache = fg_xcalloc(n, sizeof *a->cache);
+        a->cache_mask = n - 1;
+    }
+    if (fg_keyset_load(&a->ks, &conf->auth, errs) != FG_OK) {
+        rc = FG_EINVAL;
+        goto out;
+    }
+    if (fg_audit_open(&a->audit, conf->auth.audit_log) != FG_OK) {
+        fg_buf_appendf(errs, "auth.audit_log: cannot open %s\n", conf->auth.audit_log);
+        rc = FG_EIO;
+        goto out;
+    }
+    if (conf->rate.enabled)
+        fg_ratelimit_new(&a->rl, &conf->rate, redis);
+    register_metrics(a);
+out:
+    if (rc != FG_OK) {
+        fg_auth_free(a);
+        return rc;
+    }
+    *out = a;
+    return FG_OK;
+}
+
+void fg_auth_free(fg_auth_t *a) {
+    if (a == NULL)
+        return;
+    for (size_t i = 0; a->cache && i <= a->cache_mask; i++)
+        fg_principal_release(a->cache[i].p);
+    free(a->cache);
+    for (int i = 0; i < CACHE_STRIPES; i++)
+        pthread_mutex_destroy(&a->cache_mu[i]);
+    fg_keyset_release(a->ks);
+    pthread_mutex_destroy(&a->ks_mu);
+    fg_audit_close(a->audit);
+    fg_ratelimit_free(a->rl);
+    free(a);
+}
+
+int fg_auth_reload(fg_auth_t *a, fg_buf_t *errs) {
+    fg_keyset_t *fresh = NULL;
+    if (fg_keyset_load(&fresh, &a->conf->auth, errs) != FG_OK)
+        return FG_EINVAL;
+    pthread_mutex_lock(&a->ks_mu);
+    fg_keyset_t *old = a->ks;
+    a->ks = fresh;
+    atomic_fetch_add(&a->gen, 1); /* cached verifications by the old keys stop serving */
+    pthread_mutex_unlock(&a->ks_mu);
+    fg_keyset_release(old);
+    if (fg_audit_reopen(a->audit) != FG_OK) {
+        fg_buf_appendf(errs, "auth.audit_log: cannot reopen %s\n", a->conf->auth.audit_log);
+        return FG_EIO;
+    }
+    return FG_OK;
+}
+
+/* ---- verified-token cache ---------------------------------------------- */
+
+static size_t cache_index(const fg_auth_t *a, const unsigned char *hash) {
+    uint64_t v;
+    memcpy(&v, hash, sizeof v);
+    return (size_t)(v & a->cache_mask);
+}
+
+/* A cached principal (a new reference) for this hash, or NULL. */
+static fg_principal_t *cache_get(fg_auth_t *a, const unsigned char *hash, int64_t now,
+                                 uint64_t gen) {
+    if (a->cache == NULL)
+        return NULL;
+    size_t i = cache_index(a, hash);
+    fg_principal_t *p = NULL;
+    pthread_mutex_lock(&a->cache_mu[i % CACHE_STRIPES]);
+    centry_t *e = &a->cache[i];
+    if (e->p && e->gen == gen && now < e->p->exp && memcmp(e->hash, hash, sizeof e->hash) == 0) {
+        p = e->p;
+        fg_principal_retain(p);
+    }
+    pthread_mutex_unlock(&a->cache_mu[i % CACHE_STRIPES]);
+    return p;
+}
+
+static void cache_put(fg_auth_t *a, const unsigned char *hash, fg_principal_t *p, int64_t now,
+                      uint64_t gen) {
+    if (a->cache == NULL || now >= p->exp)
+        return; /* inside the leeway after exp: verified, never remembered */
+    size_t i = cache_index(a, hash);
+    fg_principal_t *old;
+    fg_principal_retain(p);
+    pthread_mutex_lock(&a->cache_mu[i % CACHE_STRIPES]);
+    centry_t *e = &a->cache[i];
+    old = e->p;
+    memcpy(e->hash, hash, sizeof e->hash);
+    e->p = p;
+    e->gen = gen;
+    pthread_mutex_unlock(&a->cache_mu[i % CACHE_STRIPES]);
+    fg_principal_release(old);
+}
+
+/* Verifies token (from the cache when it can). FG_OK with *out, or FG_EINVAL with why. */
+static int authenticate(fg_auth_t *a, const char *token, size_t len, fg_principal_t **out,
+                        char *why, size_t whylen) {
+    unsigned char hash[SHA256_DIGEST_LENGTH];
+    int64_t now = fg_wall_ms() / 1000;
+    uint64_t gen = atomic_load(&a->gen);
+    static const char *const hit[] = {"hit"}, *const miss[] = {"miss"};
+    if (len > FG_TOKEN_MAX_BYTES) {
+        snprintf(why, whylen, "the token is longer than %d bytes", FG_TOKEN_MAX_BYTES);
+        return FG_EINVAL;
+    }
+    SHA256((const unsigned char *)token, len, hash);
+    fg_principal_t *p = cache_get(a, hash, now, gen);
+    if (p) {
+        fg_metric_add(a->m_cache, hit, 1);
+        *out = p;
+        return FG_OK;
+    }
+    fg_metric_add(a->m_cache, miss, 1);
+    pthread_mutex_lock(&a->ks_mu);
+    fg_keyset_t *ks = a->ks;
+    atomic_fetch_add(&ks->refs, 1);
+    gen = atomic_load(&a->gen);
+    pthread_mutex_unlock(&a->ks_mu);
+    int rc = fg_token_verify(ks, &a->conf->auth, token, len, now, &p, why, whylen);
+    fg_keyset_release(ks);
+    if (rc != FG_OK)
+        return rc;
+    cache_put(a, hash, p, now, gen);
+    *out = p;
+    return FG_OK;
+}
+
+/* ---- the gate ---------------------------------------------------------- */
+
+static bool is_mutating(const char *method) {
+    return strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 &&
+           strcmp(method, "OPTIONS") != 0;
+}
+
+static int deny(fg_req_t *req, reqstate_t *st, fg_problem_t kind, const char *reason) {
+    static const char *const names[] = {"unauthorized", "forbidden", "rate_limited"};
+    const char *label[1] = {kind == FG_PROBLEM_UNAUTHORIZED ? names[0]
+                            : kind == FG_PROBLEM_FORBIDDEN  ? names[1]
+                                                            : names[2]};
+    fg_metric_add(st->auth->m_denied, label, 1);
+    snprintf(st->reason, sizeof st->reason, "%s", reason);
+    FG_LOG(FG_LOG_INFO, fg_req_id(req), "%s %s refused: %s", fg_req_method(req),
+           fg_req_route_name(req), reason);
+    fg_reply_problem(req, kind, "%s", reason);
+    return FG_ERR;
+}
+
+static int unauthorized(fg_req_t *req, reqstate_t *st, bool token_sent, const char *why) {
+    /* RFC 6750 §3: the error code only when a token was sent. */
+    fg_req_add_header(req, "WWW-Authenticate",
+                      token_sent ? "Bearer realm=\"fleetgate\", error=\"invalid_token\""
+                                 : "Bearer realm=\"fleetgate\"");
+    return deny(req, st, FG_PROBLEM_UNAUTHORIZED, why);
+}
+
+static int forbidden(fg_req_t *req, reqstate_t *st, const fg_route_t *route, fg_perm_t perm) {
+    char why[160];
+    const char *project = st->project;
+    fg_role_t need = fg_perm_role(perm);
+    if (perm == FG_PERM_ADMIN || project == NULL)
+        snprintf(why, sizeof why, "%s %s needs the platform admin role", fg_req_method(req),
+                 route->pattern);
+    else if (fg_principal_role(st->principal, project) == FG_ROLE_NONE)
+        snprintf(why, sizeof why, "you hold no role in project %s (%s needed)", project,
+                 fg_role_name(need));
+    else
+        snprintf(why, sizeof why, "this needs the role %s in project %s (you hold %s)",
+                 fg_role_name(need), project,
+                 fg_role_name(fg_principal_role(st->principal, project)));
+    return deny(req, st, FG_PROBLEM_FORBIDDEN, why);
+}
+
+/* The bearer token in the Authorization header: FG_OK with *tok and *len, FG_ENOENT when there
+ * is none (or another scheme). */
+static int bearer(const char *h, const char **tok, size_t *len) {
+    if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
+        return FG_ENOENT;
+    h += 7;
+    while (*h == ' ')
+        h++;
+    size_t n = strlen(h);
+    while (n > 0 && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+        n--;
+    if (n == 0)
+        return FG_ENOENT;
+    *tok = h;
+    *len = n;
+    return FG_OK;
+}
+
+static fg_rl_class_t rl_class(const fg_req_t *req, fg_rate_class_t c) {
+    if (c == FG_RATE_WRITE || (c == FG_RATE_DEFAULT && is_mutating(fg_req_method(req))))
+        return FG_RL_WRITE;
+    return FG_RL_READ;
+}
+
+static int rate_limit(fg_req_t *req, reqstate_t *st, const fg_route_t *route) {
+    fg_auth_t *a = st->auth;
+    const char *sub = fg_principal_subject(st->principal);
+    fg_rate_result_t res;
+    if (a->rl == NULL || route->rate == FG_RATE_NONE)
+        return FG_OK;
+    fg_ratelimit_charge(a->rl, rl_class(req, route->rate), sub, st->project, 1000, false, &res);
+    if (res.local)
+        fg_metric_add(a->m_fallback, NULL, 1);
+    st->rate = res;
+    st->has_rate = true;
+    if (!res.allowed) {
+        char why[160];
+        snprintf(why, sizeof why, "over the %s rate limit of %lld calls in a burst; retry in %llds",
+                 rl_class(req, route->rate) == FG_RL_WRITE ? "write" : "read", (long long)res.limit,
+                 (long long)res.retry_after_s);
+        return deny(req, st, FG_PROBLEM_RATE_LIMITED, why);
+    }
+    if (route->rate == FG_RATE_STREAM &&
+        fg_ratelimit_stream_acquire(a->rl, sub, &st->lease, &res) != FG_OK) {
+        char why[160];
+        st->rate = res;
+        snprintf(why, sizeof why, "you hold the %lld concurrent streams allowed; retry in %llds",
+                 (long long)res.limit, (long long)res.retry_after_s);
+        return deny(req, st, FG_PROBLEM_RATE_LIMITED, why);
+    }
+    return FG_OK;
+}
+
+int fg_auth_gate(fg_req_t *req) {
+    fg_auth_t *a = fg_req_gate_ctx(req);
+    const fg_route_t *route = fg_req_route(req);
+    fg_perm_t perm = route->perm;
+    const char *tok;
+    size_t len;
+    char why[256];
+    if (perm == FG_PERM_METRICS)
+        perm = a->conf->auth.metrics_public ? FG_PERM_PUBLIC : FG_PERM_ADMIN;
+    if (perm == FG_PERM_PUBLIC)
+        return FG_OK;
+
+    reqstate_t *st = fg_xcalloc(1, sizeof *st);
+    st->auth = a;
+    const char *project = fg_req_param(req, "project");
+    st->project = project ? fg_xstrdup(project) : NULL;
+    fg_req_set_principal(req, NULL, st, reqstate_free);
+
+    if (bearer(fg_req_header(req, "Authorization"), &tok, &len) != FG_OK)
+        return unauthorized(req, st, false, "no bearer token in Authorization");
+    if (authenticate(a, tok, len, &st->principal, why, sizeof why) != FG_OK)
+        return unauthorized(req, st, true, why);
+    fg_req_set_principal(req, fg_principal_subject(st->principal), st, reqstate_free);
+    if (!fg_auth_can(st->principal, st->project, perm))
+        return forbidden(req, st, route, perm);
+    if (rate_limit(req, st, route) != FG_OK)
+        return FG_ERR;
+    if (is_mutating(fg_req_method(req)) && fg_audit_failing(a->audit) &&
+        fg_audit_reopen(a->audit) != FG_OK) {
+        /* Fail closed before the handler acts, not only after. */
+        fg_metric_add(a->m_audit_fail, NULL, 1);
+        fg_reply_problem(req, FG_PROBLEM_AUDIT_UNAVAILABLE,
+                         "the audit log cannot be written, so the call is refused");
+        return FG_ERR;
+    }
+    return FG_OK;
+}
+
+/* ---- the seal ---------------------------------------------------------- */
+
+static void add_rate_headers(fg_req_t *req, const reqstate_t *st, unsigned status) {
+    char v[24];
+    snprintf(v, sizeof v, "%lld", (long long)st->rate.limit);
+    fg_req_add_header(req, "RateLimit-Limit", v);
+    snprintf(v, sizeof v, "%lld", (long long)(st->rate.remaining > 0 ? st->rate.remaining : 0));
+    fg_req_add_header(req, "RateLimit-Remaining", v);
+    snprintf(v, sizeof v, "%lld", (long long)(st->rate.reset_s > 0 ? st->rate.reset_s : 0));
+    fg_req_add_header(req, "RateLimit-Reset", v);
+    if (status == 429) {
+        snprintf(v, sizeof v, "%lld",
+                 (long long)(st->rate.retry_after_s > 0 ? st->rate.retry_after_s : 1));
+        fg_req_add_header(req, "Retry-After", v);
+    }
+}
+
+static const char *outcome_of(unsigned status) {
+    if (status == 401 || status == 403 || status == 429)
+        return "denied";
+    return status < 400 ? "ok" : "failed";
+}
+
+static json_t *audit_line(const fg_req_t *req, const reqstate_t *st, unsigned status) {
+    char ts[40];
+    fg_format_time_ms(fg_wall_ms(), ts, sizeof ts);
+    json_t *line = json_object();
+    json_object_set_new(line, "time", json_string(ts));
+    json_object_set_new(line, "requestId", json_string(fg_req_id(req)));
+    json_object_set_new(line, "principal",
+                        st->principal ? json_string(fg_principal_subject(st->principal))
+                                      : json_null());
+    json_object_set_new(line, "project", st->project ? json_string(st->project) : json_null());
+    json_object_set_new(line, "route", json_string(fg_req_route_name(req)));
+    json_object_set_new(line, "verb", json_string(fg_req_method(req)));
+    json_object_set_new(line, "target", json_string(fg_req_path(req)));
+    json_object_set_new(line, "outcome", json_string(outcome_of(status)));
+    json_object_set_new(line, "status", json_integer(status));
+    if (st->reason[0])
+        json_object_set_new(line, "reason", json_string(st->reason));
+    return line;
+}
+
+int fg_auth_seal(fg_req_t *req, unsigned status) {
+    reqstate_t *st = fg_req_gate_state(req);
+    if (st == NULL)
+        return FG_OK; /* a public route, or refused before the gate (404, 405, 413) */
+    if (st->has_rate)
+        add_rate_headers(req, st, status);
+    bool mutating = is_mutating(fg_req_method(req));
+    bool denied = status == 401 || status == 403 || status == 429;
+    if (!mutating && !denied)
+        return FG_OK;
+    json_t *line = audit_line(req, st, status);
+    int rc = fg_audit_write(st->auth->audit, line);
+    json_decref(line);
+    if (rc == FG_OK)
+        return FG_OK;
+    fg_metric_add(st->auth->m_audit_fail, NULL, 1);
+    /* A refusal goes out anyway (it changed nothing); a change is refused. */
+    return denied ? FG_OK : FG_EIO;
+}
+
+/* ---- for handlers ------------------------------------------------------ */
+
+const fg_principal_t *fg_auth_principal(const fg_req_t *req) {
+    const reqstate_t *st = fg_req_gate_state(req);
+    return st ? st->principal : NULL;
+}
+
+bool fg_auth_req_can(const fg_req_t *req, const char *project, fg_perm_t perm) {
+    return fg_auth_can(fg_auth_principal(req), project, perm);
+}
+
+void fg_auth_charge_items(fg_req_t *req, size_t nitems) {
+    reqstate_t *st = fg_req_gate_state(req);
+    if (st == NULL || !st->has_rate || st->principal == NULL)
+        return;
+    int64_t cost = (int64_t)nitems * st->auth->conf->rate.list_item_cost_milli - 1000;
+    if (cost <= 0)
+        return; /* the gate's one read covers it */
+    fg_rate_result_t res;
+    fg_ratelimit_charge(st->auth->rl, FG_RL_READ, fg_principal_subject(st->principal), st->project,
+                        cost, true, &res);
+    res.allowed = true; /* this answer is already computed: the next calls wait */
+    st->rate = res;
+}

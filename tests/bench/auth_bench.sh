@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# tests/bench/auth_bench.sh: authenticated, rate-limited GET /v1/whoami on fleetgate against nginx
+# serving a static file of the same size, in the same run, under wrk at 32 connections.
+#
+#   make bench-auth            (or FG_BUILD=build tests/bench/auth_bench.sh)
+#   BENCH_SECONDS=10 BENCH_ROUNDS=3 BENCH_CONNECTIONS=32 BENCH_WORKERS=<nproc> BENCH_THREADS=2
+#
+# Everything runs on free ports in a temp dir and is stopped at the end: a private redis-server
+# (the rate limiter's), fleetgate with a key made here (conf/demo-auth.sh) and limits high enough
+# that no call is refused (so every call runs the limiter's Lua script in Redis), and nginx-light
+# with a temp config (same number of worker processes as fleetgate has worker threads, access logs
+# off on both). The two take turns for BENCH_ROUNDS rounds; prints each round's req/s, then the
+# median round's req/s and p50/p99 latencies of each, and the ratio fleetgate / nginx.
+# The goal is a ratio >= 0.5. Not part of `make test`.
+set -euo pipefail
+
+build=${FG_BUILD:-build}
+seconds=${BENCH_SECONDS:-10}
+rounds=${BENCH_ROUNDS:-3}
+conns=${BENCH_CONNECTIONS:-32}
+threads=${BENCH_THREADS:-2}
+workers=${BENCH_WORKERS:-$(nproc)}
+fleetgate=$build/fleetgate
+
+for tool in wrk nginx redis-server openssl curl; do
+    command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] ||
+        { echo "auth_bench: $tool is missing (make deps-bench)"; exit 1; }
+done
+[ -x "$fleetgate" ] || { echo "auth_bench: $fleetgate is missing (make all)"; exit 1; }
+nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+
+tmp=$(mktemp -d /tmp/fg-bench-auth-XXXXXX)
+chmod 755 "$tmp" # nginx's workers (user nobody when run as root) read the static file
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+used_ports=" "
+redis_port="" fg_port="" ng_port=""
+pick_port() { # VAR: a random high port nothing answers on (and not handed out before)
+    local p
+    while :; do
+        p=$((20000 + RANDOM % 40000))
+        case "$used_ports" in *" $p "*) continue ;; esac
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            used_ports="$used_ports$p "
+            printf -v "$1" '%s' "$p"
+            return
+        fi
+    done
+}
+
+wait_http() { # URL [HEADER]
+    for _ in $(seq 1 100); do
+        curl -fsS -o /dev/null ${2:+-H "$2"} "$1" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    echo "auth_bench: $1 does not answer"; exit 1
+}
+
+# ---- redis, key, token ----------------------------------------------------
+pick_port redis_port
+redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$tmp" --save '' --appendonly no \
+    --daemonize no >"$tmp/redis.log" 2>&1 &
+pids+=($!)
+conf/demo-auth.sh "$tmp/demo" >/dev/null
+token=$(cat "$tmp/demo/token")
+
+# ---- fleetgate ------------------------------------------------------------
+pick_port fg_port
+cat >"$tmp/fleetgate.json" <<EOF
+{
+  "listen": "127.0.0.1:$fg_port",
+  "workers": $workers,
+  "limits": { "max_connections": 1024 },
+  "redis": { "url": "redis://127.0.0.1:$redis_port/0" },
+  "log": { "level": "warn", "access_log": false },
+  "openapi_file": "api/openapi.yaml",
+  "docs_file": "/nonexistent/docs.html",
+  "auth": {
+    "issuer": "fleetgate-demo",
+    "audience": "fleetgate",
+    "keys": [{ "kid": "demo", "pem_file": "$tmp/demo/jwt-public.pem", "algs": ["RS256"] }],
+    "audit_log": "$tmp/audit.log"
+  },
+  "rate_limits": { "read_per_minute": 60000000, "read_burst": 1000000 }
+}
+EOF
+"$fleetgate" -c "$tmp/fleetgate.json" >"$tmp/fleetgate.log" 2>&1 &
+pids+=($!)
+fg_url="http://127.0.0.1:$fg_port/v1/whoami"
+wait_http "$fg_url" "Authorization: Bearer $token"
+curl -fsS -H "Authorization: Bearer $token" -D "$tmp/fg.headers" -o "$tmp/whoami.json" "$fg_url"
+grep -qi '^RateLimit-Remaining:' "$tmp/fg.headers" ||
+    { echo "auth_bench: no RateLimit headers: the limiter is not in the path"; exit 1; }
+size=$(stat -c %s "$tmp/whoami.json")
+
+# ---- nginx: a static file of the same size -------------------------------
+pick_port ng_port
+mkdir -p "$tmp/www"
+head -c "$size" /dev/zero | tr '\0' 'x' >"$tmp/www/whoami.json"
+chmod 644 "$tmp/www/whoami.json"
+chmod 755 "$tmp/www"
+cat >"$tmp/nginx.conf" <<EOF
+worker_processes $workers;
+pid $tmp/nginx.pid;
+error_log $tmp/nginx-error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path $tmp/nginx-body;
+    proxy_temp_path $tmp/nginx-proxy;
+    fastcgi_temp_path $tmp/nginx-fastcgi;
+    uwsgi_temp_path $tmp/nginx-uwsgi;
+    scgi_temp_path $tmp/nginx-scgi;
+    default_type application/json;
+    keepalive_requests 1000000;
+    server {
+        listen 127.0.0.1:$ng_port;
+        root $tmp/www;
+    }
+}
+EOF
+"$nginx_bin" -p "$tmp" -c "$tmp/nginx.conf" -g 'daemon off;' 2>"$tmp/nginx.stderr" &
+pids+=($!)
+ng_url="http://127.0.0.1:$ng_port/whoami.json"
+wait_http "$ng_url"
+
+# ---- the runs -------------------------------------------------------------
+# The two servers take turns (fleetgate, nginx, fleetgate, ...) for BENCH_ROUNDS rounds, so a
+# load change on the machine during the run hits both alike; each figure is the median round.
+run_wrk() { # OUT URL [HEADER]
+    wrk -t"$threads" -c"$conns" -d"${seconds}s" --latency ${3:+-H "$3"} "$2" >"$1"
+}
+field() { # FILE: Requests/sec, 50%, 99%
+    awk '/^Requests\/sec:/ {rps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} END {print rps, p50, p99}' "$1"
+}
+median_round() { # NAME: the wrk output of the round with the median req/s
+    for f in "$tmp"/wrk-"$1"-*.txt; do echo "$(field "$f" | cut -d' ' -f1) $f"; done |
+        sort -n | awk '{a[NR]=$2} END {print a[int((NR + 1) / 2)]}'
+}
+
+echo "auth_bench: $rounds rounds of ${seconds}s each, wrk -t$threads -c$conns, $workers workers each," \
+    "body $size bytes"
+for r in $(seq 1 "$rounds"); do
+    run_wrk "$tmp/wrk-fleetgate-$r.txt" "$fg_url" "Authorization: Bearer $token"
+    run_wrk "$tmp/wrk-nginx-$r.txt" "$ng_url"
+    printf 'round %d: fleetgate %s req/s, nginx %s req/s\n' "$r" \
+        "$(field "$tmp/wrk-fleetgate-$r.txt" | cut -d' ' -f1)" \
+        "$(field "$tmp/wrk-nginx-$r.txt" | cut -d' ' -f1)"
+done
+
+fg_bad=$(cat "$tmp"/wrk-fleetgate-*.txt | awk '/Non-2xx or 3xx responses:/ {n += $5} END {print n + 0}')
+read -r fg_rps fg_p50 fg_p99 < <(field "$(median_round fleetgate)")
+read -r ng_rps ng_p50 ng_p99 < <(field "$(median_round nginx)")
+ratio=$(awk -v a="$fg_rps" -v b="$ng_rps" 'BEGIN {printf "%.2f", a / b}')
+printf '%-10s %12s %10s %10s   (median round)\n' "" "req/s" "p50" "p99"
+printf '%-10s %12s %10s %10s\n' fleetgate "$fg_rps" "$fg_p50" "$fg_p99"
+printf '%-10s %12s %10s %10s\n' nginx "$ng_rps" "$ng_p50" "$ng_p99"
+echo "ratio fleetgate/nginx: $ratio (goal >= 0.5)"
+if [ "$fg_bad" != 0 ]; then
+    echo "auth_bench: fleetgate answered $fg_bad non-2xx responses (see the config's limits)"
+    exit 1
+fi

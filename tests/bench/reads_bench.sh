@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# tests/bench/reads_bench.sh: the read APIs served from Redis (issue 5's read figures).
+#
+#   make bench-reads          (or FG_BUILD=build tests/bench/reads_bench.sh)
+#   BENCH_SECONDS=10 BENCH_CONNECTIONS=32 BENCH_WORKERS=<nproc> BENCH_THREADS=2 BENCH_PODS=10000
+#
+# Everything runs on free ports in a temp dir and is stopped at the end: a private redis-server
+# filled directly with BENCH_PODS simplified pods of project "demo" in one member cluster, as the
+# informers write them (cache/SCHEMA.md section 2), fleetgate with the cache's informers off and
+# limits high enough that no call is refused, and nginx-light with a temp config serving a static
+# file of the same size as one pod's answer.
+#   1. a page of 500 pods (first page and a page from the middle, through its cursor), one
+#      request at a time (wrk -c1): p50 and p99. Goal: p99 <= 20 ms. Pages repeat, so after the
+#      first request their pods come from the item cache (src/api/reads.c): the first read of 8
+#      pages never read before is timed on its own (cold: parse and present every pod), and the
+#      first page is also read with a label selector that matches every pod (filters run on the
+#      cached facts).
+#   2. GET of one pod under wrk -c32 against nginx serving the same bytes, in the same run:
+#      req/s of each and the ratio. Goal: >= 0.6.
+# Not part of `make test`.
+set -euo pipefail
+
+build=${FG_BUILD:-build}
+seconds=${BENCH_SECONDS:-10}
+conns=${BENCH_CONNECTIONS:-32}
+threads=${BENCH_THREADS:-2}
+workers=${BENCH_WORKERS:-$(nproc)}
+npods=${BENCH_PODS:-10000}
+fleetgate=$build/fleetgate
+
+for tool in wrk nginx redis-server redis-cli openssl curl; do
+    command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] ||
+        { echo "reads_bench: $tool is missing (make deps)"; exit 1; }
+done
+[ -x "$fleetgate" ] || { echo "reads_bench: $fleetgate is missing (make all)"; exit 1; }
+nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+
+tmp=$(mktemp -d /tmp/fg-bench-reads-XXXXXX)
+chmod 755 "$tmp" # nginx's workers (user nobody when run as root) read the static file
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+used_ports=" "
+pick_port() { # VAR: a random high port nothing answers on (and not handed out before)
+    local p
+    while :; do
+        p=$((20000 + RANDOM % 40000))
+        case "$used_ports" in *" $p "*) continue ;; esac
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            used_ports="$used_ports$p "
+            printf -v "$1" '%s' "$p"
+            return
+        fi
+    done
+}
+
+wait_http() { # URL [HEADER]
+    for _ in $(seq 1 100); do
+        curl -fsS -o /dev/null ${2:+-H "$2"} "$1" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    echo "reads_bench: $1 does not answer"; exit 1
+}
+
+# ---- redis, filled as the informers fill it ---------------------------------
+pick_port redis_port
+redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$tmp" --save '' --appendonly no \
+    --daemonize no >"$tmp/redis.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.05; done
+
+# RESP commands for redis-cli --pipe: npods pods (about 1.3 KB each, the size of a simplified pod
+# with two containers), their index, the scope set, the app sets, sync state and cluster health.
+awk -v n="$npods" -v now="$(date +%s%3N)" '
+function cmd(argc, a,    i, s) {
+    s = "*" argc "\r\n"
+    for (i = 1; i <= argc; i++) s = s "$" length(a[i]) "\r\n" a[i] "\r\n"
+    printf "%s", s
+}
+BEGIN {
+    for (i = 0; i < n; i++) {
+        app = sprintf("app-%02d", i % 40)
+        name = sprintf("%s-7d9f8b6c5-%06d", app, i)
+        pod = sprintf("{\"name\":\"%s\",\"project\":\"demo\",\"cluster\":\"bench-a\",\"zone\":\"zone-a\",\"uid\":\"6b1c0e4e-0d5f-4f43-9a38-%012d\",\"version\":\"%d\",\"creationTime\":\"2026-11-22T10:00:00Z\",\"labels\":{\"app\":\"%s\",\"team\":\"checkout\",\"track\":\"stable\"},\"app\":\"%s\",\"node\":\"node-%04d.zone-a.bench\",\"phase\":\"Running\",\"ready\":true,\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"since\":\"2026-11-22T10:00:09Z\"}],\"restarts\":0,\"containers\":[{\"name\":\"main\",\"image\":\"registry.example.com/checkout/%s:1.24.3\",\"resources\":{\"requests\":{\"cpu\":\"250m\",\"memory\":\"256Mi\"},\"limits\":{\"cpu\":\"1\",\"memory\":\"512Mi\"}},\"state\":\"running\",\"startedAt\":\"2026-11-22T10:00:05Z\",\"ready\":true,\"restarts\":0},{\"name\":\"proxy\",\"image\":\"registry.example.com/platform/envoy:1.31.0\",\"resources\":{\"requests\":{\"cpu\":\"100m\",\"memory\":\"64Mi\"}},\"state\":\"running\",\"startedAt\":\"2026-11-22T10:00:04Z\",\"ready\":true,\"restarts\":0}],\"requestUnits\":{\"cpuMilli\":350,\"memoryBytes\":335544320},\"podIPs\":[\"10.%d.%d.%d\"],\"hostIP\":\"192.168.%d.%d\",\"startTime\":\"2026-11-22T10:00:01Z\"}",
+            name, i, 1000 + i, app, app, i % 500, app, int(i / 65536) % 256, int(i / 256) % 256, i % 256, int(i / 256) % 256, i % 256)
+        a[1] = "HSET"; a[2] = "fg:o:pod:bench-a:demo"; a[3] = name; a[4] = pod; cmd(4, a)
+        a[1] = "ZADD"; a[2] = "fg:i:pod:bench-a:demo"; a[3] = "0"; a[4] = name; cmd(4, a)
+        a[1] = "SADD"; a[2] = "fg:a:bench-a:demo:" app; a[3] = name; cmd(3, a)
+    }
+    a[1] = "SADD"; a[2] = "fg:s:pod:bench-a"; a[3] = "demo"; cmd(3, a)
+    split("namespaces nodes pods deployments jobs cronjobs horizontalpodautoscalers events", res, " ")
+    for (r = 1; r <= 8; r++) {
+        a[1] = "HSET"; a[2] = "fg:sync:bench-a:" res[r]; a[3] = "state"; a[4] = "Synced"
+        a[5] = "rv"; a[6] = "20000"; a[7] = "objects"; a[8] = (res[r] == "pods" ? n : 0)
+        a[9] = "lastEventMs"; a[10] = now; a[11] = "lastSyncMs"; a[12] = now; cmd(12, a)
+    }
+    a[1] = "HSET"; a[2] = "fg:cluster:bench-a"; a[3] = "zone"; a[4] = "zone-a"; a[5] = "health"
+    a[6] = "Healthy"; a[7] = "lastContactMs"; a[8] = now; cmd(8, a)
+}' >"$tmp/fill.resp"
+redis-cli -p "$redis_port" --pipe <"$tmp/fill.resp" >"$tmp/fill.log"
+echo "reads_bench: $(redis-cli -p "$redis_port" hlen fg:o:pod:bench-a:demo) pods in Redis," \
+    "$(redis-cli -p "$redis_port" info memory | awk -F: '/^used_memory_human/ {print $2}' | tr -d '\r') used"
+
+# ---- fleetgate -----------------------------------------------------------------
+conf/demo-auth.sh "$tmp/demo" >/dev/null
+token=$(cat "$tmp/demo/token")
+pick_port fg_port
+cat >"$tmp/fleetgate.json" <<EOF
+{
+  "listen": "127.0.0.1:$fg_port",
+  "workers": $workers,
+  "limits": { "max_connections": 1024 },
+  "redis": { "url": "redis://127.0.0.1:$redis_port/0" },
+  "log": { "level": "warn", "access_log": false },
+  "openapi_file": "api/openapi.yaml",
+  "docs_file": "/nonexistent/docs.html",
+  "cache": { "enabled": false },
+  "clusters": [{ "name": "bench-a", "zone": "zone-a", "url": "http://127.0.0.1:9" }],
+  "auth": {
+    "issuer": "fleetgate-demo",
+    "audience": "fleetgate",
+    "keys": [{ "kid": "demo", "pem_file": "$tmp/demo/jwt-public.pem", "algs": ["RS256"] }],
+    "audit_log": "$tmp/audit.log"
+  },
+  "rate_limits": { "read_per_minute": 60000000, "read_burst": 1000000,
+                   "project_read_per_minute": 60000000, "project_read_burst": 1000000 }
+}
+EOF
+"$fleetgate" -c "$tmp/fleetgate.json" >"$tmp/fleetgate.log" 2>&1 &
+pids+=($!)
+auth="Authorization: Bearer $token"
+base="http://127.0.0.1:$fg_port/v1/projects/demo"
+wait_http "$base/pods?limit=1" "$auth"
+
+first="$base/pods?limit=500"
+curl -fsS -H "$auth" -o "$tmp/page1.json" "$first"
+items=$(grep -o '"podIP"' "$tmp/page1.json" | wc -l)
+[ "$items" = 500 ] || { echo "reads_bench: the first page has $items pods, not 500"; exit 1; }
+# The page after the 5,000th pod: walk 10 pages by cursor.
+url=$first
+for _ in $(seq 1 10); do
+    cursor=$(curl -fsS -H "$auth" "$url" | grep -o '"cursor":"[A-Za-z0-9_-]*"' | cut -d'"' -f4)
+    url="$base/pods?limit=500&cursor=$cursor"
+done
+middle=$url
+filtered="$base/pods?limit=500&labelSelector=team%3Dcheckout"
+# Cold pages: the 8 pages after the 10th, each read once (nothing of them in the item cache yet;
+# the middle page is the first of them).
+cold=()
+url=$middle
+for _ in $(seq 1 8); do
+    curl -fsS -H "$auth" -o "$tmp/cold.json" -w '%{time_total}\n' "$url" >>"$tmp/cold.txt"
+    cursor=$(grep -o '"cursor":"[A-Za-z0-9_-]*"' "$tmp/cold.json" | cut -d'"' -f4)
+    url="$base/pods?limit=500&cursor=$cursor"
+done
+cold_ms=$(awk '{t = $1 * 1000; s += t; if (t > m) m = t} END {printf "mean %.1fms, max %.1fms", s / NR, m}' "$tmp/cold.txt")
+pod=$(grep -o '"name":"app-[^"]*"' "$tmp/page1.json" | awk -F'"' 'NR == 1 {print $4}')
+one="$base/pods/$pod"
+curl -fsS -H "$auth" -o "$tmp/pod.json" "$one"
+size=$(stat -c %s "$tmp/pod.json")
+
+# ---- nginx: a static file of the same size -------------------------------------
+pick_port ng_port
+mkdir -p "$tmp/www"
+head -c "$size" /dev/zero | tr '\0' 'x' >"$tmp/www/pod.json"
+chmod 644 "$tmp/www/pod.json"
+chmod 755 "$tmp/www"
+cat >"$tmp/nginx.conf" <<EOF
+worker_processes $workers;
+pid $tmp/nginx.pid;
+error_log $tmp/nginx-error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path $tmp/nginx-body;
+    proxy_temp_path $tmp/nginx-proxy;
+    fastcgi_temp_path $tmp/nginx-fastcgi;
+    uwsgi_temp_path $tmp/nginx-uwsgi;
+    scgi_temp_path $tmp/nginx-scgi;
+    default_type application/json;
+    keepalive_requests 1000000;
+    server {
+        listen 127.0.0.1:$ng_port;
+        root $tmp/www;
+    }
+}
+EOF
+"$nginx_bin" -p "$tmp" -c "$tmp/nginx.conf" -g 'daemon off;' 2>"$tmp/nginx.stderr" &
+pids+=($!)
+ng_url="http://127.0.0.1:$ng_port/pod.json"
+wait_http "$ng_url"
+
+# ---- the runs -----------------------------------------------------------------------
+run_wrk() { # NAME THREADS CONNS URL [HEADER]
+    wrk -t"$2" -c"$3" -d"${seconds}s" --latency ${5:+-H "$5"} "$4" >"$tmp/wrk-$1.txt"
+}
+field() { # FILE: Requests/sec, 50%, 99%
+    awk '/^Requests\/sec:/ {rps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} END {print rps, p50, p99}' "$1"
+}
+non2xx() { awk '/Non-2xx or 3xx responses:/ {print $5}' "$1"; }
+
+echo "reads_bench: ${seconds}s each; $workers fleetgate workers / nginx workers;" \
+    "page body $(stat -c %s "$tmp/page1.json") bytes, pod body $size bytes"
+run_wrk page-first 1 1 "$first" "$auth"
+run_wrk page-middle 1 1 "$middle" "$auth"
+run_wrk page-filtered 1 1 "$filtered" "$auth"
+run_wrk pod "$threads" "$conns" "$one" "$auth"
+run_wrk nginx "$threads" "$conns" "$ng_url"
+
+printf '%-28s %12s %10s %10s\n' "" "req/s" "p50" "p99"
+echo "page of 500, first read of 8 pages never read before (cold): $cold_ms"
+for r in page-first page-middle page-filtered pod nginx; do
+    read -r rps p50 p99 < <(field "$tmp/wrk-$r.txt")
+    label=$r
+    case $r in
+    page-first) label="page of 500 (first, -c1)" ;;
+    page-middle) label="page of 500 (middle, -c1)" ;;
+    page-filtered) label="page of 500 (filter, -c1)" ;;
+    pod) label="GET one pod (-c$conns)" ;;
+    nginx) label="nginx same bytes (-c$conns)" ;;
+    esac
+    printf '%-28s %12s %10s %10s\n' "$label" "$rps" "$p50" "$p99"
+    bad=$(non2xx "$tmp/wrk-$r.txt")
+    [ -z "$bad" ] || { echo "reads_bench: $r answered $bad non-2xx responses"; exit 1; }
+done
+read -r fg_rps _ _ < <(field "$tmp/wrk-pod.txt")
+read -r ng_rps _ _ < <(field "$tmp/wrk-nginx.txt")
+echo "ratio GET pod / nginx: $(awk -v a="$fg_rps" -v b="$ng_rps" 'BEGIN {printf "%.2f", a / b}')" \
+    "(goal >= 0.6); page p99 goal <= 20ms"
