@@ -4,8 +4,10 @@
 
 DEB_PKGS += valgrind
 VALGRIND_SUITES ?= $(BUILD)/tests/unit/test_core $(BUILD)/tests/unit/test_http \
-                   $(BUILD)/tests/integration/test_http_server $(BUILD)/tests/unit/test_ratelimit
-# (test_ratelimit starts a redis-server: that child is not ours to check, and too slow under it)
+                   $(BUILD)/tests/integration/test_http_server $(BUILD)/tests/unit/test_ratelimit \
+                   $(BUILD)/tests/integration/test_mirror
+# (test_ratelimit and test_mirror start a redis-server: that child is not ours to check, and too
+# slow under it)
 VALGRIND := valgrind --quiet --trace-children=yes --trace-children-skip='*redis-server*' \
             --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite,indirect --child-silent-after-fork=no

@@ -109,4 +109,32 @@ bool fg_informers_ready(const fg_informers_t *inf);
 /* The id this replica writes into leases (cache.replica_id or hostname-pid-random). */
 const char *fg_informers_replica_id(const fg_informers_t *inf);
 
+/* ---- the mirror: process-local copies of hash fields (cache/mirror.c) ----------------------
+ * Redis's client-side caching (CLIENT TRACKING, BCAST mode, invalidations on a subscribed
+ * connection) keeps the copies exact; while the mirror is not live it holds nothing and every
+ * read goes to Redis. Use: seq = begin(); if get() misses, fetch from Redis and put(seq, ...). */
+typedef struct fg_redis_mirror fg_redis_mirror_t;
+typedef struct {
+    bool live;
+    uint64_t hits, misses, invalidations, resets;
+    size_t bytes;
+} fg_redis_mirror_stats_t;
+
+/* Starts the mirror's thread for keys under prefix (e.g. "fg:o:pod:"), holding at most
+ * max_bytes; pool is borrowed for where and how to connect and must outlive the mirror. */
+int fg_redis_mirror_new(fg_redis_mirror_t **out, const fg_redis_t *pool, const char *prefix,
+                        size_t max_bytes);
+void fg_redis_mirror_free(fg_redis_mirror_t *m);
+/* A snapshot to take before fetching from Redis; 0 when the mirror is not live (put ignores 0). */
+uint64_t fg_redis_mirror_begin(fg_redis_mirror_t *m);
+/* FG_OK with *value (a new copy, NULL when the field is known to be absent) and *len, or
+ * FG_ENOENT when the mirror does not hold an exact copy. m may be NULL (always FG_ENOENT). */
+int fg_redis_mirror_get(fg_redis_mirror_t *m, const char *key, const char *field, char **value,
+                        size_t *len);
+/* Keeps what a fetch begun at seq returned (value NULL: the field is absent); dropped when the
+ * key changed since seq. */
+void fg_redis_mirror_put(fg_redis_mirror_t *m, const char *key, const char *field, uint64_t seq,
+                         const char *value, size_t len);
+void fg_redis_mirror_stats(const fg_redis_mirror_t *m, fg_redis_mirror_stats_t *out);
+
 #endif

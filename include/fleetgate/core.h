@@ -204,6 +204,7 @@ typedef struct {
     int64_t resync_backoff_max_ms; /* cap of the exponential backoff after errors */
     int64_t redis_timeout_ms;      /* the writer's connect and command timeout */
     char *replica_id;              /* lease holder id; NULL: hostname-pid-random */
+    int64_t mirror_mb;             /* process-local copies of pods for GETs; 0: off */
 } fg_cache_conf_t;
 
 typedef struct {

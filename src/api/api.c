@@ -29,6 +29,14 @@ int fg_api_new(fg_api_t **out, const fg_config_t *cfg) {
         fg_api_free(api);
         return FG_EINVAL;
     }
+    /* GET of one pod is the hottest read: served from local copies that Redis keeps exact. */
+    if (cfg->cache.mirror_mb > 0 &&
+        fg_redis_mirror_new(&api->pod_mirror, api->redis,
+                            "fg:o:pod:", (size_t)cfg->cache.mirror_mb << 20) != FG_OK) {
+        fg_log(FG_LOG_ERROR, NULL, "cache.mirror_mb: cannot start the pod mirror");
+        fg_api_free(api);
+        return FG_ERR;
+    }
     *out = api;
     return FG_OK;
 }
@@ -36,6 +44,7 @@ int fg_api_new(fg_api_t **out, const fg_config_t *cfg) {
 void fg_api_free(fg_api_t *api) {
     if (api == NULL)
         return;
+    fg_redis_mirror_free(api->pod_mirror); /* before the pool it borrows */
     fg_redis_free(api->redis);
     free(api->openapi);
     free(api->docs);

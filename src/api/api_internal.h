@@ -18,7 +18,8 @@ struct fg_api {
     size_t openapi_len;
     char *docs; /* the rendered reference; NULL when not built */
     size_t docs_len;
-    struct fg_redis *redis; /* the read APIs' pool (reads.h); owned */
+    struct fg_redis *redis;             /* the read APIs' pool (reads.h); owned */
+    struct fg_redis_mirror *pod_mirror; /* local copies of pods for GET; owned; NULL: off */
 };
 
 /* The readiness checks, in the order /readyz reports them. */

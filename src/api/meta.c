@@ -154,7 +154,27 @@ int fg_api_readyz(fg_req_t *req) {
 int fg_api_metrics(fg_req_t *req) {
     fg_buf_t b;
     fg_buf_init(&b, METRICS_MAX_BYTES);
-    if (fg_metrics_render(&b) != FG_OK) {
+    const fg_api_t *api = fg_req_app(req);
+    int rc = fg_metrics_render(&b);
+    if (rc == FG_OK && api->pod_mirror) {
+        fg_redis_mirror_stats_t m;
+        fg_redis_mirror_stats(api->pod_mirror, &m);
+        rc = fg_buf_appendf(
+            &b,
+            "# HELP fleetgate_pod_mirror_live Whether GETs of pods are served from local copies.\n"
+            "# TYPE fleetgate_pod_mirror_live gauge\nfleetgate_pod_mirror_live %d\n"
+            "# TYPE fleetgate_pod_mirror_hits_total counter\nfleetgate_pod_mirror_hits_total %llu\n"
+            "# TYPE fleetgate_pod_mirror_misses_total counter\n"
+            "fleetgate_pod_mirror_misses_total %llu\n"
+            "# TYPE fleetgate_pod_mirror_invalidations_total counter\n"
+            "fleetgate_pod_mirror_invalidations_total %llu\n"
+            "# TYPE fleetgate_pod_mirror_resets_total counter\n"
+            "fleetgate_pod_mirror_resets_total %llu\n"
+            "# TYPE fleetgate_pod_mirror_bytes gauge\nfleetgate_pod_mirror_bytes %zu\n",
+            m.live ? 1 : 0, (unsigned long long)m.hits, (unsigned long long)m.misses,
+            (unsigned long long)m.invalidations, (unsigned long long)m.resets, m.bytes);
+    }
+    if (rc != FG_OK) {
         fg_buf_free(&b);
         return fg_reply_problem(req, FG_PROBLEM_INTERNAL, "the metrics exposition is too large");
     }

@@ -1123,6 +1123,26 @@ bool rd_get_raw_or_reply(rd_ctx_t *c, fg_req_t *req, const char *kind, const cha
     }
     if (c->nparts == 0)
         return true;
+    /* The mirror answers when it holds every cluster's part (present or known absent). */
+    fg_redis_mirror_t *mirror = c->api->pod_mirror;
+    size_t held = 0;
+    if (mirror && strcmp(kind, "pod") == 0) {
+        while (held < c->nparts &&
+               fg_redis_mirror_get(mirror, keys[held], name, &raws[held], &lens[held]) == FG_OK)
+            held++;
+        if (held == c->nparts) {
+            for (size_t i = 0; i < c->nparts; i++)
+                *found += raws[i] != NULL;
+            return true;
+        }
+        for (size_t i = 0; i < held; i++) {
+            free(raws[i]);
+            raws[i] = NULL;
+        }
+    } else {
+        mirror = NULL;
+    }
+    uint64_t seq = fg_redis_mirror_begin(mirror);
     if (!rd_pipeline_or_reply(req, c->api, c->nparts, argcs, argvs, reps))
         return false;
     for (size_t i = 0; i < c->nparts; i++) {
@@ -1133,6 +1153,8 @@ bool rd_get_raw_or_reply(rd_ctx_t *c, fg_req_t *req, const char *kind, const cha
             raws[i] = fg_xstrndup(v, lens[i]);
             ++*found;
         }
+        if (fg_redis_reply_type(reps[i]) == FG_REDIS_NIL || raws[i])
+            fg_redis_mirror_put(mirror, keys[i], name, seq, raws[i], raws[i] ? lens[i] : 0);
     }
     free_replies(reps, c->nparts);
     return true;

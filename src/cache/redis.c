@@ -7,7 +7,7 @@
  * once: when Redis is down, a request pays at most one timeout per backoff period, not one per
  * call.
  */
-#include "fleetgate/cache.h"
+#include "cache_internal.h"
 
 #include <hiredis/hiredis.h>
 #include <openssl/sha.h>
@@ -397,4 +397,30 @@ const fg_redis_reply_t *fg_redis_reply_at(const fg_redis_reply_t *rep, size_t i)
     const redisReply *x = as_rep(rep);
     return x->type == REDIS_REPLY_ARRAY && i < x->elements ? (const fg_redis_reply_t *)x->element[i]
                                                            : NULL;
+}
+
+/* ---- connections outside the pool (cache_internal.h) --------------------- */
+
+redisContext *fg_redis_connect_raw(const fg_redis_t *r, bool blocking_reads, char *why,
+                                   size_t whylen) {
+    redisContext *c = r->unix_socket ? redisConnectUnixWithTimeout(r->host, r->timeout)
+                                     : redisConnectWithTimeout(r->host, r->port, r->timeout);
+    if (c == NULL || c->err) {
+        snprintf(why, whylen, "%s (%s:%u)", c ? c->errstr : "out of memory", r->host,
+                 (unsigned)r->port);
+        if (c)
+            redisFree(c);
+        return NULL;
+    }
+    struct timeval none = {0, 0};
+    if (redisSetTimeout(c, r->timeout) != REDIS_OK ||
+        (r->password && !setup_ok(redisCommand(c, "AUTH %s", r->password))) ||
+        (r->db && !setup_ok(redisCommand(c, "SELECT %lld", (long long)r->db))) ||
+        (blocking_reads && redisSetTimeout(c, none) != REDIS_OK)) {
+        snprintf(why, whylen, "connection setup failed (AUTH or SELECT) on %s:%u", r->host,
+                 (unsigned)r->port);
+        redisFree(c);
+        return NULL;
+    }
+    return c;
 }

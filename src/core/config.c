@@ -231,6 +231,7 @@ static const key_t_ cache_keys[] = {
     CACHE_INT("watch_timeout_s", watch_timeout_s, 300, 1, 3600),
     CACHE_INT("resync_backoff_max_ms", resync_backoff_max_ms, 30000, 10, 600000),
     CACHE_INT("redis_timeout_ms", redis_timeout_ms, 1000, 1, 60000),
+    CACHE_INT("mirror_mb", mirror_mb, 64, 0, 65536),
     {"replica_id", K_STRING, CFG(cache.replica_id), NULL, 0, 0, 0, check_nonempty, NULL, 0, 0},
 };
 static const table_t cache_table = {cache_keys, sizeof cache_keys / sizeof cache_keys[0], 0};

@@ -23,11 +23,15 @@ static int answers_ping(uint16_t port) {
 }
 
 int tr_redis_start(tr_redis_t *r) {
+    return tr_redis_start_on(r, 0);
+}
+
+int tr_redis_start_on(tr_redis_t *r, uint16_t want_port) {
     memset(r, 0, sizeof *r);
     snprintf(r->dir, sizeof r->dir, "/tmp/fg-test-redis-XXXXXX");
     if (mkdtemp(r->dir) == NULL)
         return -1;
-    r->port = th_free_port();
+    r->port = want_port ? want_port : th_free_port();
     snprintf(r->url, sizeof r->url, "redis://127.0.0.1:%u/0", (unsigned)r->port);
     char port[8];
     snprintf(port, sizeof port, "%u", (unsigned)r->port);

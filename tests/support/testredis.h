@@ -15,6 +15,8 @@ typedef struct {
 
 /* Starts it and waits until it answers PING; 0 on success. */
 int tr_redis_start(tr_redis_t *r);
+/* The same on a given port (a restart where the old one ran); 0: a free one. */
+int tr_redis_start_on(tr_redis_t *r, uint16_t port);
 /* Kills it (SIGKILL: a dead Redis is what the fallback tests want) and removes its dir. */
 void tr_redis_stop(tr_redis_t *r);
 
