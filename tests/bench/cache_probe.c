@@ -6,13 +6,16 @@
  *       waits until every fg:sync:CLUSTER:* says Synced; prints the seconds it waited
  *   cache_probe ... fresh NAMESPACE COUNT PER_MINUTE
  *       COUNT label patches on the pods of NAMESPACE at PER_MINUTE; each one's time from the
- *       PATCH answer to the new label being readable in Redis; prints median, p99, max (ms)
+ *       PATCH answer to the new label being readable in Redis; prints median, p99, max (ms).
+ *       With FG_GET_URL (fleetgate's base URL) and FG_GET_TOKEN_FILE set, readable through
+ *       fleetgate's GET /v1/projects/NS/pods/NAME instead (the path a user sees, mirror included).
  *   cache_probe ... memory NAMESPACE
  *       raw JSON bytes of the pods of NAMESPACE as the API lists them, against the Redis memory
  *       of their cache keys (MEMORY USAGE of fg:o / fg:i / fg:a / fg:ax), per pod
  */
 #include "fleetgate/kube.h"
 
+#include <curl/curl.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,7 +81,56 @@ static json_t *pod_names(const char *ns) {
     return names;
 }
 
+/* ---- reading through fleetgate's GET ----------------------------------------- */
+
+static CURL *get_curl;
+static struct curl_slist *get_headers;
+static const char *get_base;
+
+static size_t collect(char *data, size_t size, size_t n, void *ud) {
+    fg_buf_t *b = ud;
+    return fg_buf_append(b, data, size * n) == FG_OK ? size * n : 0;
+}
+
+static bool get_init(void) {
+    get_base = getenv("FG_GET_URL");
+    const char *tf = getenv("FG_GET_TOKEN_FILE");
+    if (get_base == NULL || tf == NULL)
+        return false;
+    char *tok = NULL;
+    size_t len;
+    if (fg_read_file(tf, 1 << 16, &tok, &len) != FG_OK)
+        return false;
+    while (len && (tok[len - 1] == '\n' || tok[len - 1] == '\r'))
+        tok[--len] = '\0';
+    char *h = fg_xasprintf("Authorization: Bearer %s", tok);
+    free(tok);
+    get_headers = curl_slist_append(NULL, h);
+    free(h);
+    get_curl = curl_easy_init();
+    return get_curl != NULL;
+}
+
+/* Whether fleetgate's GET of the pod shows marker. */
+static bool seen_through_get(const char *ns, const char *name, const char *marker) {
+    char url[512];
+    snprintf(url, sizeof url, "%s/v1/projects/%s/pods/%s?cluster=%s", get_base, ns, name, cluster);
+    fg_buf_t b;
+    fg_buf_init(&b, 1 << 22);
+    curl_easy_setopt(get_curl, CURLOPT_URL, url);
+    curl_easy_setopt(get_curl, CURLOPT_HTTPHEADER, get_headers);
+    curl_easy_setopt(get_curl, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(get_curl, CURLOPT_WRITEDATA, &b);
+    long code = 0;
+    bool seen = curl_easy_perform(get_curl) == CURLE_OK &&
+                curl_easy_getinfo(get_curl, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK &&
+                code == 200 && fg_buf_append(&b, "", 1) == FG_OK && strstr(b.data, marker);
+    fg_buf_free(&b);
+    return seen;
+}
+
 static int fresh(const char *ns, int count, int per_minute) {
+    bool via_get = get_init();
     json_t *names = pod_names(ns);
     size_t n = json_array_size(names);
     if (n == 0) {
@@ -108,10 +160,15 @@ static int fresh(const char *ns, int count, int per_minute) {
             continue;
         double t0 = now_ms();
         for (;;) {
-            redisReply *r = redisCommand(rc, "HGET fg:o:pod:%s:%s %s", cluster, ns, name);
-            bool seen = r != NULL && r->type == REDIS_REPLY_STRING && strstr(r->str, marker);
-            if (r != NULL)
-                freeReplyObject(r);
+            bool seen;
+            if (via_get) {
+                seen = seen_through_get(ns, name, marker);
+            } else {
+                redisReply *r = redisCommand(rc, "HGET fg:o:pod:%s:%s %s", cluster, ns, name);
+                seen = r != NULL && r->type == REDIS_REPLY_STRING && strstr(r->str, marker);
+                if (r != NULL)
+                    freeReplyObject(r);
+            }
             if (seen) {
                 lat[done++] = now_ms() - t0;
                 break;
@@ -128,12 +185,16 @@ static int fresh(const char *ns, int count, int per_minute) {
         fprintf(stderr, "no mutation became visible\n");
         return 1;
     }
-    printf("mutations %d at %d/min: visible in Redis after median %.1f ms, p99 %.1f ms, max %.1f "
+    printf("mutations %d at %d/min: visible %s after median %.1f ms, p99 %.1f ms, max %.1f "
            "ms (%d not seen within 10 s)\n",
-           done, per_minute, lat[done / 2], lat[(size_t)((done - 1) * 0.99)], lat[done - 1],
-           missed);
+           done, per_minute, via_get ? "through fleetgate's GET" : "in Redis", lat[done / 2],
+           lat[(size_t)((done - 1) * 0.99)], lat[done - 1], missed);
     free(lat);
     json_decref(names);
+    if (via_get) {
+        curl_easy_cleanup(get_curl);
+        curl_slist_free_all(get_headers);
+    }
     return missed > 0;
 }
 
