@@ -26,7 +26,7 @@
  * depend on them). They name keys they compute (fg:a:..., temporary keys): fine on a single
  * Redis, which is all hiredis 0.14 speaks.
  */
-#include "fleetgate/cache.h"
+#include "cache_internal.h"
 #include "fleetgate/kube.h"
 
 #include <hiredis/hiredis.h>
@@ -125,12 +125,7 @@ struct cluster {
 };
 
 struct fg_informers {
-    char *redis_host; /* or the unix socket path */
-    uint16_t redis_port;
-    bool redis_unix;
-    char *redis_password;
-    int64_t redis_db;
-    struct timeval timeout;
+    fg_redis_t *redis_addr; /* where and how to connect (redis.c); its pool is never used */
     fg_cache_conf_t conf;
     char replica_id[128];
     char lease_px[24];
@@ -337,12 +332,9 @@ static redisReply *command(cluster_t *c, int argc, const char **argv) {
 
 static void redis_connect(cluster_t *c) {
     fg_informers_t *o = c->owner;
-    redisContext *rc = o->redis_unix
-                           ? redisConnectUnixWithTimeout(o->redis_host, o->timeout)
-                           : redisConnectWithTimeout(o->redis_host, o->redis_port, o->timeout);
-    if (rc == NULL || rc->err) {
-        if (rc != NULL)
-            redisFree(rc);
+    char why[256];
+    redisContext *rc = fg_redis_connect_raw(o->redis_addr, false, why, sizeof why);
+    if (rc == NULL) {
         c->redis_broken = true;
         c->redis_backoff_ns = c->redis_backoff_ns ? c->redis_backoff_ns * 2 : REDIS_BACKOFF_MIN;
         if (c->redis_backoff_ns > REDIS_BACKOFF_MAX)
@@ -350,22 +342,7 @@ static void redis_connect(cluster_t *c) {
         c->redis_retry_ns = fg_now_ns() + c->redis_backoff_ns;
         return;
     }
-    redisSetTimeout(rc, o->timeout);
     c->rc = rc;
-    char db[24];
-    snprintf(db, sizeof db, "%lld", (long long)o->redis_db);
-    if (o->redis_password != NULL) {
-        const char *a[] = {"AUTH", o->redis_password};
-        redisReply *r = command(c, 2, a);
-        if (r != NULL)
-            freeReplyObject(r);
-    }
-    if (c->rc != NULL && o->redis_db != 0) {
-        const char *a[] = {"SELECT", db};
-        redisReply *r = command(c, 2, a);
-        if (r != NULL)
-            freeReplyObject(r);
-    }
     for (int i = 0; i < S_COUNT && c->rc != NULL; i++) {
         const char *a[] = {"SCRIPT", "LOAD", o->scripts[i].source};
         redisReply *r = command(c, 3, a);
@@ -1282,36 +1259,6 @@ static void *cluster_main(void *arg) {
 
 /* ---- public ---------------------------------------------------------------------- */
 
-static int parse_redis_url(fg_informers_t *o, const char *url) {
-    if (strncmp(url, "unix://", 7) == 0) {
-        if (url[7] != '/')
-            return FG_EINVAL;
-        o->redis_unix = true;
-        o->redis_host = fg_xstrdup(url + 7);
-        return FG_OK;
-    }
-    if (strncmp(url, "redis://", 8) != 0)
-        return FG_EINVAL;
-    const char *p = url + 8;
-    const char *at = strchr(p, '@');
-    if (at) {
-        const char *colon = memchr(p, ':', (size_t)(at - p));
-        if (colon && colon + 1 < at)
-            o->redis_password = fg_xstrndup(colon + 1, (size_t)(at - colon - 1));
-        p = at + 1;
-    }
-    const char *slash = strchr(p, '/');
-    char *hostport = fg_xstrndup(p, slash ? (size_t)(slash - p) : strlen(p));
-    int rc = fg_parse_hostport(hostport, &o->redis_host, &o->redis_port);
-    free(hostport);
-    if (rc != FG_OK)
-        return FG_EINVAL;
-    if (slash && slash[1] &&
-        fg_parse_int64(slash + 1, strlen(slash + 1), 0, 15, &o->redis_db) != FG_OK)
-        return FG_EINVAL;
-    return FG_OK;
-}
-
 void fg_informers_stop(fg_informers_t *o) {
     if (o == NULL)
         return;
@@ -1346,8 +1293,7 @@ void fg_informers_stop(fg_informers_t *o) {
     pthread_mutex_destroy(&o->qmu);
     pthread_cond_destroy(&o->qcv);
     free(o->clusters);
-    free(o->redis_host);
-    free(o->redis_password);
+    fg_redis_free(o->redis_addr);
     free(o->conf.replica_id);
     free(o);
 }
@@ -1360,9 +1306,8 @@ int fg_informers_start(fg_informers_t **out, const fg_config_t *cfg, fg_buf_t *e
     pthread_cond_init(&o->qcv, NULL);
     o->conf = cfg->cache;
     o->conf.replica_id = NULL;
-    o->timeout.tv_sec = cfg->cache.redis_timeout_ms / 1000;
-    o->timeout.tv_usec = (suseconds_t)(cfg->cache.redis_timeout_ms % 1000) * 1000;
-    if (parse_redis_url(o, cfg->redis_url) != FG_OK) {
+    if (fg_redis_new(&o->redis_addr, cfg->redis_url, 1, (unsigned)cfg->cache.redis_timeout_ms) !=
+        FG_OK) {
         fg_buf_appendf(errs, "redis.url: cannot use it\n");
         rc = FG_EINVAL;
         goto out;
