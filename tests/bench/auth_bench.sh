@@ -27,40 +27,9 @@ for tool in wrk nginx redis-server openssl curl; do
         { echo "auth_bench: $tool is missing (make deps-bench)"; exit 1; }
 done
 [ -x "$fleetgate" ] || { echo "auth_bench: $fleetgate is missing (make all)"; exit 1; }
-nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
-
-tmp=$(mktemp -d /tmp/fg-bench-auth-XXXXXX)
-chmod 755 "$tmp" # nginx's workers (user nobody when run as root) read the static file
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-used_ports=" "
-redis_port="" fg_port="" ng_port=""
-pick_port() { # VAR: a random high port nothing answers on (and not handed out before)
-    local p
-    while :; do
-        p=$((20000 + RANDOM % 40000))
-        case "$used_ports" in *" $p "*) continue ;; esac
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-            used_ports="$used_ports$p "
-            printf -v "$1" '%s' "$p"
-            return
-        fi
-    done
-}
-
-wait_http() { # URL [HEADER]
-    for _ in $(seq 1 100); do
-        curl -fsS -o /dev/null ${2:+-H "$2"} "$1" 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "auth_bench: $1 does not answer"; exit 1
-}
+bench=auth_bench
+. "$(dirname "$0")/lib.sh"
+bench_tmp fg-bench-auth
 
 # ---- redis, key, token ----------------------------------------------------
 pick_port redis_port
@@ -100,35 +69,7 @@ grep -qi '^RateLimit-Remaining:' "$tmp/fg.headers" ||
 size=$(stat -c %s "$tmp/whoami.json")
 
 # ---- nginx: a static file of the same size -------------------------------
-pick_port ng_port
-mkdir -p "$tmp/www"
-head -c "$size" /dev/zero | tr '\0' 'x' >"$tmp/www/whoami.json"
-chmod 644 "$tmp/www/whoami.json"
-chmod 755 "$tmp/www"
-cat >"$tmp/nginx.conf" <<EOF
-worker_processes $workers;
-pid $tmp/nginx.pid;
-error_log $tmp/nginx-error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    client_body_temp_path $tmp/nginx-body;
-    proxy_temp_path $tmp/nginx-proxy;
-    fastcgi_temp_path $tmp/nginx-fastcgi;
-    uwsgi_temp_path $tmp/nginx-uwsgi;
-    scgi_temp_path $tmp/nginx-scgi;
-    default_type application/json;
-    keepalive_requests 1000000;
-    server {
-        listen 127.0.0.1:$ng_port;
-        root $tmp/www;
-    }
-}
-EOF
-"$nginx_bin" -p "$tmp" -c "$tmp/nginx.conf" -g 'daemon off;' 2>"$tmp/nginx.stderr" &
-pids+=($!)
-ng_url="http://127.0.0.1:$ng_port/whoami.json"
-wait_http "$ng_url"
+start_nginx whoami.json "$size" "$workers"
 
 # ---- the runs -------------------------------------------------------------
 # The two servers take turns (fleetgate, nginx, fleetgate, ...) for BENCH_ROUNDS rounds, so a

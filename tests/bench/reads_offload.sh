@@ -22,28 +22,10 @@ for b in fleetgate kubesim; do
     [ -x "$build/$b" ] || { echo "reads_offload: $build/$b is missing (make all)"; exit 1; }
 done
 
-tmp=$(mktemp -d /tmp/fg-bench-offload-XXXXXX)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
+bench=reads_offload
+. "$(dirname "$0")/lib.sh"
+bench_tmp fg-bench-offload
 
-used_ports=" "
-pick_port() { # VAR: a random high port nothing answers on (and not handed out before)
-    local p
-    while :; do
-        p=$((20000 + RANDOM % 40000))
-        case "$used_ports" in *" $p "*) continue ;; esac
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-            used_ports="$used_ports$p "
-            printf -v "$1" '%s' "$p"
-            return
-        fi
-    done
-}
 
 pick_port redis_port
 redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$tmp" --save '' --appendonly no \
