@@ -132,12 +132,12 @@ static json_t *present_app(const rd_ctx_t *c, json_t *const *objs) {
             ztot[z][k] += v[k];
         }
         paused = paused || json_is_true(json_object_get(a, "paused"));
-        stale = stale || c->parts[i].state == RD_STALE;
+        stale = stale || c->parts[i].fresh.state == FG_FRESH_STALE;
         behind = behind || rd_int(a, "observedGeneration", 0) < rd_int(a, "generation", 0);
-        json_array_append_new(clusters, json_pack("{s:s,s:s,s:o,s:s}", "cluster",
-                                                  c->parts[i].conf->name, "zone", zone, "replicas",
-                                                  replica_counts(v[0], v[1], v[2], v[3]), "state",
-                                                  rd_state_name(c->parts[i].state)));
+        json_array_append_new(
+            clusters, json_pack("{s:s,s:s,s:o,s:s}", "cluster", c->parts[i].conf->name, "zone",
+                                zone, "replicas", replica_counts(v[0], v[1], v[2], v[3]), "state",
+                                fg_cache_freshness_name(c->parts[i].fresh.state)));
     }
     for (size_t z = 0; z < nz; z++)
         json_array_append_new(
