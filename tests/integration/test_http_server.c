@@ -4,6 +4,7 @@
  * keep-alive and draining. */
 #include "fleetgate/http.h"
 #include "testhttp.h"
+#include "testmain.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -334,9 +335,5 @@ static Suite *server_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(server_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(server_suite());
 }

@@ -1,5 +1,6 @@
 /* Unit tests of core/: buffers, number parsing, bounded JSON loads, metrics rendering. */
 #include "fleetgate/core.h"
+#include "testmain.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -189,9 +190,5 @@ static Suite *core_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(core_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(core_suite());
 }

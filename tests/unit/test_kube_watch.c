@@ -4,6 +4,7 @@
  * Fixtures are read from $FG_SHARED/fixtures/k8s (FG_SHARED defaults to tests/, where a copy
  * of ../shared/fixtures/k8s is committed). */
 #include "fleetgate/kube.h"
+#include "testmain.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -419,9 +420,5 @@ static Suite *kube_watch_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(kube_watch_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(kube_watch_suite());
 }
