@@ -239,6 +239,8 @@ static const struct {
      FG_KUBE_REASON_BAD_STREAM, "object: not an object (got array)", 0},
     {"object_string", "{\"type\":\"MODIFIED\",\"object\":\"pod\"}", FG_EINVAL,
      FG_KUBE_REASON_BAD_STREAM, "object: not an object (got string)", 0},
+    {"object_integer", "{\"type\":\"ADDED\",\"object\":7}", FG_EINVAL, FG_KUBE_REASON_BAD_STREAM,
+     "object: not an object (got integer)", 0},
     {"broken_json_inside_braces", "{\"type\": ADDED, \"object\": {}}", FG_EINVAL,
      FG_KUBE_REASON_BAD_STREAM, "not JSON", 0},
     {"duplicate_keys", "{\"type\":\"ADDED\",\"type\":\"DELETED\",\"object\":{}}", FG_EINVAL,
