@@ -180,13 +180,9 @@ static char *pod_text(const char *raw, size_t len, size_t *tlen, char *etag, siz
     if (rd_icache_get(raw, len, &b, etag, etaglen) && etag[0])
         return fg_buf_steal(&b, tlen);
     fg_buf_free(&b);
-    json_t *o = NULL;
-    char err[160];
-    if (fg_json_load(raw, len, &o, err, sizeof err) != FG_OK || !json_is_object(o)) {
-        FG_LOG(FG_LOG_ERROR, req_id, "cache: a pod is not a JSON object: %s", err);
-        json_decref(o);
+    json_t *o = rd_object_load(raw, len, "a pod", req_id);
+    if (o == NULL)
         return NULL;
-    }
     json_t *pod = present_pod(o);
     json_decref(o);
     snprintf(etag, etaglen, "%s", rd_str(pod, "version") ? rd_str(pod, "version") : "0");

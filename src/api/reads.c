@@ -793,10 +793,14 @@ static json_t *parse_object(const fg_redis_reply_t *v, const char *req_id) {
     const char *s = v ? fg_redis_reply_str(v, &len) : NULL;
     if (s == NULL || fg_redis_reply_type(v) != FG_REDIS_STRING || len > OBJECT_MAX)
         return NULL; /* deleted between the index read and this one */
+    return rd_object_load(s, len, "an object", req_id);
+}
+
+json_t *rd_object_load(const char *raw, size_t len, const char *what, const char *req_id) {
     json_t *o = NULL;
-    char err[160];
-    if (fg_json_load(s, len, &o, err, sizeof err) != FG_OK || !json_is_object(o)) {
-        FG_LOG(FG_LOG_ERROR, req_id, "cache: an object is not a JSON object: %s", err);
+    char err[160] = "";
+    if (fg_json_load(raw, len, &o, err, sizeof err) != FG_OK || !json_is_object(o)) {
+        FG_LOG(FG_LOG_ERROR, req_id, "cache: %s is not a JSON object: %s", what, err);
         json_decref(o);
         return NULL;
     }

@@ -156,6 +156,10 @@ void rd_group_version(const rd_ctx_t *c, json_t *const *objs, char *out, size_t 
 
 /* ---- small JSON helpers for presenters ---------------------------------- */
 
+/* Loads the cached bytes of an object (a new reference), or logs at error that what ("a pod")
+ * is not a JSON object and returns NULL. */
+json_t *rd_object_load(const char *raw, size_t len, const char *what, const char *req_id);
+
 /* Copies src[key] into dst[as] when it is present and not null. */
 void rd_copy(json_t *dst, const char *as, const json_t *src, const char *key);
 /* src[key] as an integer (dflt when absent or not an integer). */
