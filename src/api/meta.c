@@ -94,14 +94,8 @@ int fg_api_readyz(fg_req_t *req) {
     cache_checks(api, checks, failed, sizeof failed);
     if (failed[0] == '\0')
         return fg_reply_json(req, 200, json_pack("{s:s,s:o}", "status", "ready", "checks", checks));
-    char detail[1100];
-    snprintf(detail, sizeof detail, "not ready: %s", failed);
-    json_t *p = fg_problem_new(FG_PROBLEM_NOT_READY, detail, fg_req_id(req), fg_req_path(req));
-    json_object_set_new(p, "checks", checks);
-    size_t len;
-    char *text = fg_json_dumps(p, &len);
-    json_decref(p);
-    return fg_reply_take(req, 503, "application/problem+json", text, len);
+    return fg_reply_problem_ext(req, FG_PROBLEM_NOT_READY, json_pack("{s:o}", "checks", checks),
+                                "not ready: %s", failed);
 }
 
 int fg_api_metrics(fg_req_t *req) {

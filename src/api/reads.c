@@ -19,25 +19,14 @@
 
 /* ---- problems ----------------------------------------------------------- */
 
-static int reply_problem_doc(fg_req_t *req, json_t *p) {
-    size_t len;
-    char *text = fg_json_dumps(p, &len);
-    unsigned status = (unsigned)json_integer_value(json_object_get(p, "status"));
-    json_decref(p);
-    return fg_reply_take(req, status, "application/problem+json", text, len);
-}
-
 int rd_reply_invalid_param(fg_req_t *req, const char *param, const char *fmt, ...) {
-    char detail[512], full[600];
+    char detail[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
-    snprintf(full, sizeof full, "%s %s", param, detail);
-    json_t *p = fg_problem_new(FG_PROBLEM_INVALID, full, fg_req_id(req), fg_req_path(req));
-    json_object_set_new(p, "errors",
-                        json_pack("[{s:s,s:s}]", "parameter", param, "detail", detail));
-    return reply_problem_doc(req, p);
+    json_t *errors = json_pack("{s:[{s:s,s:s}]}", "errors", "parameter", param, "detail", detail);
+    return fg_reply_problem_ext(req, FG_PROBLEM_INVALID, errors, "%s %s", param, detail);
 }
 
 /* Cleans a client's value for a detail: printable ASCII, at most 64 bytes. */
@@ -302,7 +291,7 @@ json_t *rd_parse_object(const fg_redis_reply_t *v, const char *req_id) {
 
 json_t *rd_parse_cached(const char *s, size_t len, const char *req_id) {
     json_t *o = NULL;
-    char err[160];
+    char err[160] = "";
     if (fg_json_load(s, len, &o, err, sizeof err) != FG_OK || !json_is_object(o)) {
         FG_LOG(FG_LOG_ERROR, req_id, "cache: an object is not a JSON object: %s", err);
         json_decref(o);

@@ -8,6 +8,7 @@
 #include "testhttp.h"
 #include "testjwt.h"
 #include "testredis.h"
+#include "testmain.h"
 
 #include <check.h>
 #include <signal.h>
@@ -763,9 +764,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(suite());
 }

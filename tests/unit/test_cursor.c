@@ -2,6 +2,8 @@
  * is refused without touching the outputs' bounds. */
 #include "../../src/api/cursor.h"
 
+#include "testmain.h"
+
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,9 +84,5 @@ static Suite *cursor_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(cursor_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(cursor_suite());
 }

@@ -2,6 +2,8 @@
  * selector, a label set and whether it matches; refusals name what is wrong. */
 #include "../../src/api/selector.h"
 
+#include "testmain.h"
+
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,9 +124,5 @@ static Suite *selector_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(selector_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(selector_suite());
 }
