@@ -41,6 +41,17 @@ static void shown(const char *v, char *out, size_t outlen) {
     out[j] = '\0';
 }
 
+/* Refuses a value of param with 422: "<param> <rule> (got "<value, cleaned>")". Returns false. */
+static bool refuse(fg_req_t *req, const char *param, const char *value, const char *rule) {
+    char s[80];
+    shown(value, s, sizeof s);
+    rd_reply_invalid_param(req, param, "%s (got \"%s\")", rule, s);
+    return false;
+}
+
+#define RULE_LABEL "must be a DNS-1123 label: lower-case letters, digits and -, at most 63"
+#define RULE_NAME  "must be a DNS-1123 name: lower-case letters, digits, - and ., at most 253"
+
 /* ---- Redis -------------------------------------------------------------- */
 
 bool rd_batch_or_reply(fg_req_t *req, fg_api_t *api, fg_redis_batch_t *b) {
@@ -71,13 +82,7 @@ static void part_from(rd_part_t *p, const fg_redis_reply_t *cl, const fg_redis_r
 static bool scope_or_reply(fg_req_t *req, const char *scope) {
     if (strcmp(scope, "_") == 0 || fg_is_dns1123_label(scope, strlen(scope)))
         return true;
-    char s[80];
-    shown(scope, s, sizeof s);
-    rd_reply_invalid_param(req, "project",
-                           "must be a DNS-1123 label: lower-case letters, digits and -, at most 63 "
-                           "(got \"%s\")",
-                           s);
-    return false;
+    return refuse(req, "project", scope, RULE_LABEL);
 }
 
 bool rd_name_or_reply(fg_req_t *req, const char *name) {
@@ -86,18 +91,13 @@ bool rd_name_or_reply(fg_req_t *req, const char *name) {
               name[n - 1] != '-' && name[n - 1] != '.';
     if (ok)
         return true;
-    char s[80];
+    /* the parameter is the route's last {param} */
     const fg_route_t *route = fg_req_route(req);
     const char *pattern = route ? route->pattern : "", *brace = strrchr(pattern, '{');
     char param[32] = "name";
     if (brace && strchr(brace, '}'))
         snprintf(param, sizeof param, "%.*s", (int)(strchr(brace, '}') - brace - 1), brace + 1);
-    shown(name, s, sizeof s);
-    rd_reply_invalid_param(req, param,
-                           "must be a DNS-1123 name: lower-case letters, digits, - and ., at most "
-                           "253 (got \"%s\")",
-                           s);
-    return false;
+    return refuse(req, param, name, RULE_NAME);
 }
 
 /* One round trip: each part's fg:cluster and fg:sync hashes, and with name its object. */
@@ -217,15 +217,8 @@ bool rd_label_param_or_reply(fg_req_t *req, const char *name, const char **out) 
     *out = NULL;
     if (v == NULL)
         return true;
-    if (!fg_is_dns1123_label(v, strlen(v))) {
-        char s[80];
-        shown(v, s, sizeof s);
-        rd_reply_invalid_param(req, name,
-                               "must be a DNS-1123 label: lower-case letters, digits and -, at "
-                               "most 63 (got \"%s\")",
-                               s);
-        return false;
-    }
+    if (!fg_is_dns1123_label(v, strlen(v)))
+        return refuse(req, name, v, RULE_LABEL);
     *out = v;
     return true;
 }
@@ -241,12 +234,10 @@ bool rd_enum_param_or_reply(fg_req_t *req, const char *name, const char *const *
             *out = values[i];
             return true;
         }
-    char s[80], list[256] = "";
-    shown(v, s, sizeof s);
-    for (size_t i = 0, used = 0; values[i] && used < sizeof list; i++)
-        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", values[i]);
-    rd_reply_invalid_param(req, name, "must be one of %s (got \"%s\")", list, s);
-    return false;
+    char rule[300] = "must be one of ";
+    for (size_t i = 0, used = strlen(rule); values[i] && used < sizeof rule; i++)
+        used += (size_t)snprintf(rule + used, sizeof rule - used, "%s%s", i ? ", " : "", values[i]);
+    return refuse(req, name, v, rule);
 }
 
 /* ---- parameters: selectors and cursors ---------------------------------- */
@@ -257,11 +248,9 @@ bool rd_selector_or_reply(fg_req_t *req, rd_selector_t **out) {
     *out = NULL;
     if (v == NULL || rd_selector_parse(v, out, &why) == FG_OK)
         return true;
-    char s[80];
-    shown(v, s, sizeof s);
-    rd_reply_invalid_param(req, "labelSelector", "is not a label selector: %s (got \"%s\")", why,
-                           s);
-    return false;
+    char rule[160];
+    snprintf(rule, sizeof rule, "is not a label selector: %s", why);
+    return refuse(req, "labelSelector", v, rule);
 }
 
 bool rd_cursor_or_reply(fg_req_t *req, char *name, char *cluster, bool *have) {
@@ -273,10 +262,7 @@ bool rd_cursor_or_reply(fg_req_t *req, char *name, char *cluster, bool *have) {
         *have = true;
         return true;
     }
-    char s[80];
-    shown(v, s, sizeof s);
-    rd_reply_invalid_param(req, "cursor", "is not a cursor this API gave (got \"%s\")", s);
-    return false;
+    return refuse(req, "cursor", v, "is not a cursor this API gave");
 }
 
 /* ---- gets --------------------------------------------------------------- */

@@ -60,13 +60,14 @@ typedef enum { NEXT_LIST = 0, NEXT_WATCH } next_t;
 typedef struct cluster cluster_t;
 typedef struct job job_t;
 
+/* One (cluster, resource) informer; owned by its cluster's thread (struct cluster). */
 typedef struct {
-    cluster_t *cl;
-    const fg_kube_kind_info_t *ki;
+    cluster_t *cl;                              /* its cluster (read-only) */
+    const fg_kube_kind_info_t *ki;              /* what it caches (read-only) */
     fg_cache_key_t key_rv, key_sync, key_lease; /* fg:rv, fg:sync and fg:lease of this informer */
-    state_t st;
-    next_t next;
-    bool leased;
+    state_t st;                                 /* where its state machine stands (file comment) */
+    next_t next;                                /* WAIT: what starts when wait_until_ns passes */
+    bool leased;  /* this replica holds fg:lease, so this informer runs here */
     bool synced;  /* a complete list or a resume reached Redis in this process */
     bool gone;    /* the watch got a 410 ERROR event */
     bool lagging; /* fg:sync says Lagging: the next event sets Synced again */
@@ -75,13 +76,13 @@ typedef struct {
     fg_kube_watch_t *req; /* the LIST page or the watch in flight */
     char rv[64];          /* the last resourceVersion applied */
     char *cont;           /* LIST: the continue token of the next page */
-    char list_rv[64];
-    fg_cache_key_t tmp; /* LIST: the temporary key prefix ("" when none) */
-    int64_t listed;
-    unsigned errors;   /* consecutive failures, for the backoff */
-    uint64_t list_gen; /* bumped by every LIST start and stop: stale pages are dropped */
-    int pages_out;     /* LIST pages at the workers */
-    bool fetch_done;   /* LIST: the last page was received */
+    char list_rv[64];     /* LIST: the resourceVersion of its first page (the snapshot) */
+    fg_cache_key_t tmp;   /* LIST: the temporary key prefix ("" when none) */
+    int64_t listed;       /* LIST: objects written so far */
+    unsigned errors;      /* consecutive failures, for the backoff */
+    uint64_t list_gen;    /* bumped by every LIST start and stop: stale pages are dropped */
+    int pages_out;        /* LIST pages at the workers */
+    bool fetch_done;      /* LIST: the last page was received */
 } inf_t;
 
 /* One member cluster's informers. Who touches what: fg_informers_start and _stop set up and
@@ -440,6 +441,12 @@ static void emit_str(job_t *j, int argc, const char **argv) {
     emit(j, argc, argv, lens);
 }
 
+/* A command of three NUL-terminated arguments (SADD, PEXPIRE). */
+static void emit3(job_t *j, const char *cmd, const char *key, const char *arg) {
+    const char *a[] = {cmd, key, arg};
+    emit_str(j, 3, a);
+}
+
 typedef struct {
     char o[KEY_MAX], a[KEY_MAX];
 } last_keys_t;
@@ -450,8 +457,7 @@ static void expire_once(job_t *j, char *last, const char *key) {
     if (strcmp(last, key) == 0)
         return;
     snprintf(last, KEY_MAX, "%s", key);
-    const char *a[] = {"PEXPIRE", key, TMP_TTL_MS};
-    emit_str(j, 3, a);
+    emit3(j, "PEXPIRE", key, TMP_TTL_MS);
 }
 
 /* The commands writing one translated object of a LIST page to the temporary keys. */
@@ -467,27 +473,21 @@ static void write_tmp(job_t *j, last_keys_t *last, const char *name, const char 
     const char *z[] = {"ZADD", ki, "0", name};
     emit_str(j, 4, z);
     if (strcmp(last->o, ko) != 0) {
-        const char *sa[] = {"SADD", ks, scope};
-        emit_str(j, 3, sa);
+        emit3(j, "SADD", ks, scope);
         expire_once(j, last->o, ko);
-        const char *e[] = {"PEXPIRE", ki, TMP_TTL_MS};
-        emit_str(j, 3, e);
-        const char *e2[] = {"PEXPIRE", ks, TMP_TTL_MS};
-        emit_str(j, 3, e2);
+        emit3(j, "PEXPIRE", ki, TMP_TTL_MS);
+        emit3(j, "PEXPIRE", ks, TMP_TTL_MS);
     }
     if (app != NULL && app[0] != '\0') {
         char ka[KEY_MAX], kx[KEY_MAX], pa[KEY_MAX];
         snprintf(ka, sizeof ka, "%sa:%s:%s", j->tmp, scope, app);
         snprintf(kx, sizeof kx, "%sax", j->tmp);
         snprintf(pa, sizeof pa, "%s:%s", scope, app);
-        const char *a[] = {"SADD", ka, name};
-        emit_str(j, 3, a);
+        emit3(j, "SADD", ka, name);
         if (strcmp(last->a, ka) != 0) {
-            const char *x[] = {"SADD", kx, pa};
-            emit_str(j, 3, x);
+            emit3(j, "SADD", kx, pa);
             expire_once(j, last->a, ka);
-            const char *e[] = {"PEXPIRE", kx, TMP_TTL_MS};
-            emit_str(j, 3, e);
+            emit3(j, "PEXPIRE", kx, TMP_TTL_MS);
         }
     }
 }
