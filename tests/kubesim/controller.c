@@ -181,6 +181,24 @@ static int merge_patch(ks_cluster_t *c, const char *prefix, json_t *o, const cha
     return code;
 }
 
+/* Writes the whole status of o (stolen) with a PUT of its status subresource, which replaces
+ * it as on a real server: a member the controller no longer sets (a Deployment's
+ * unavailableReplicas, a finished Job's active) goes away instead of staying from an earlier
+ * merge. Unconditional (no resourceVersion): the controller computed it from the latest pass. */
+static int replace_status(ks_cluster_t *c, const char *prefix, json_t *o, const char *plural,
+                          json_t *status, const char *manager) {
+    char path[512];
+    json_t *body = json_deep_copy(o);
+    obj_path(path, sizeof(path), prefix, jstr(o, "metadata.namespace"), plural,
+             jstr(o, "metadata.name"), "status");
+    json_object_del(json_object_get(body, "metadata"), "resourceVersion");
+    json_object_del(json_object_get(body, "metadata"), "managedFields");
+    json_object_set_new(body, "status", status);
+    int code = api(c, "PUT", path, "application/json", body, manager, NULL);
+    json_decref(body);
+    return code;
+}
+
 static void emit_event(ks_cluster_t *c, json_t *o, const char *kind, const char *api_version,
                        const char *type, const char *reason, const char *component,
                        const char *message) {
@@ -266,6 +284,16 @@ static json_t *node_conditions(const char *ts, const char *since) {
                      "message", "kubelet is posting ready status");
 }
 
+/* A stable 32-hex-digit id for node i of a cluster (machineID, systemUUID, bootID). */
+static void node_id(const char *cluster, long long i, char *buf, size_t len) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const char *p = cluster; *p != '\0'; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    h = (h ^ (uint64_t)i) * 1099511628211ull;
+    snprintf(buf, len, "%016llx%016llx", (unsigned long long)h,
+             (unsigned long long)(h * 1099511628211ull));
+}
+
 static void create_nodes(ks_cluster_t *c, const ks_node_spec_t *spec) {
     char ts[32], name[128], cpu[32], mem[32], pods[16], gpus[16], ip[24], zone[64];
     now_ts(c, ts, sizeof(ts));
@@ -296,6 +324,18 @@ static void create_nodes(ks_cluster_t *c, const ks_node_spec_t *spec) {
             "nodeInfo", "kubeletVersion", "v1.32.0", "containerRuntimeVersion",
             "containerd://1.7.22", "osImage", "Debian GNU/Linux 12 (bookworm)", "operatingSystem",
             "linux", "architecture", "amd64");
+        /* the rest of nodeInfo: every member is required by typed clients (the Python client's
+         * V1NodeSystemInfo refuses a missing bootID) */
+        char id[40];
+        node_id(c->name, i, id, sizeof(id));
+        json_t *info = json_object_get(json_object_get(node, "status"), "nodeInfo");
+        json_object_set_new(info, "machineID", json_string(id));
+        json_object_set_new(info, "systemUUID", json_string(id));
+        json_object_set_new(info, "bootID", json_string(id));
+        json_object_set_new(info, "kernelVersion", json_string("6.1.0-27-cloud-amd64"));
+        json_object_set_new(info, "kubeProxyVersion", json_string("v1.32.0"));
+        json_object_set_new(json_object_get(node, "status"), "daemonEndpoints",
+                            json_pack("{s:{s:i}}", "kubeletEndpoint", "Port", 10250));
         json_decref(capacity);
         json_t *created = NULL;
         json_t *status = json_incref(json_object_get(node, "status"));
@@ -538,6 +578,57 @@ static bool runs_to_end(json_t *p) {
            annotation(p, "kubesim.io/run-ms") != NULL;
 }
 
+/* The exit status a container's command would give, read from what is simulable without
+ * running it: `true` 0, `false` 1, and for a shell script (sh|bash -c SCRIPT, in command or
+ * args) the last `exit N` in it; anything else 0. */
+static int64_t container_exit_code(json_t *ctr) {
+    json_t *argv = json_array();
+    size_t i;
+    json_t *a;
+    int64_t code = 0;
+    json_array_extend(argv, jget(ctr, "command"));
+    json_array_extend(argv, jget(ctr, "args"));
+    const char *prog = json_string_value(json_array_get(argv, 0));
+    const char *base = prog ? strrchr(prog, '/') : NULL;
+    base = base ? base + 1 : prog;
+    if (base != NULL && strcmp(base, "false") == 0)
+        code = 1;
+    if (base != NULL && (strcmp(base, "sh") == 0 || strcmp(base, "bash") == 0)) {
+        json_array_foreach(argv, i, a) {
+            const char *arg = json_string_value(a);
+            if (i == 0 || arg == NULL || strcmp(arg, "-c") != 0)
+                continue;
+            const char *script = json_string_value(json_array_get(argv, i + 1)) ?: "";
+            for (const char *e = strstr(script, "exit"); e != NULL; e = strstr(e + 4, "exit")) {
+                const char *d = e + 4;
+                size_t n;
+                int64_t v;
+                while (*d == ' ' || *d == '\t')
+                    d++;
+                n = strspn(d, "0123456789");
+                if ((e == script || strchr(" \t;&|(\n", e[-1]) != NULL) && n > 0 && n < 10 &&
+                    fg_parse_int64(d, n, 0, INT32_MAX, &v) == FG_OK)
+                    code = v % 256;
+            }
+            break;
+        }
+    }
+    json_decref(argv);
+    return code;
+}
+
+/* The pod's exit status: the first container whose command fails, else 0. */
+static int64_t command_exit_code(json_t *p) {
+    size_t i;
+    json_t *ctr;
+    json_array_foreach(jget(p, "spec.containers"), i, ctr) {
+        int64_t code = container_exit_code(ctr);
+        if (code != 0)
+            return code;
+    }
+    return 0;
+}
+
 static void kubelet(ks_cluster_t *c, json_t *p, const snap_t *nodes, int64_t now) {
     const char *phase = jstr(p, "status.phase") ?: "Pending";
     const char *nn = jstr(p, "spec.nodeName");
@@ -562,6 +653,8 @@ static void kubelet(ks_cluster_t *c, json_t *p, const snap_t *nodes, int64_t now
         fg_parse_int64(run, strlen(run), 0, INT32_MAX, &run_ms);
     if (code != NULL)
         fg_parse_int64(code, strlen(code), 0, 255, &exit_code);
+    else
+        exit_code = command_exit_code(p);
     int64_t started = parse_ts(jstr(p, "status.startTime"));
     if (started >= 0 && now >= started + run_ms)
         finish_pod(c, p, (int)exit_code);
@@ -603,6 +696,8 @@ static json_t *pod_from_template(json_t *tmpl, json_t *owner, const char *api_ve
 }
 
 static void reconcile_rs(ks_cluster_t *c, json_t *rs, const snap_t *pods) {
+    if (jget(rs, "metadata.deletionTimestamp") != NULL)
+        return; /* being deleted (orphan finalizer): the GC finishes it */
     json_t **mine = fg_xcalloc(pods->n + 1, sizeof(*mine));
     size_t n = owned(pods, rs, "ReplicaSet", mine, pods->n), active = 0, ready = 0;
     char path[512], msg[400];
@@ -743,6 +838,8 @@ static void create_rs(ks_cluster_t *c, json_t *dep, const char *hash, int64_t re
 }
 
 static void reconcile_deployment(ks_cluster_t *c, json_t *dep, const snap_t *rss) {
+    if (jget(dep, "metadata.deletionTimestamp") != NULL)
+        return; /* being deleted (orphan finalizer): the GC finishes it */
     char hash[16], ts[32];
     json_t **mine = fg_xcalloc(rss->n + 1, sizeof(*mine));
     size_t n = owned(rss, dep, "Deployment", mine, rss->n);
@@ -849,7 +946,9 @@ static void reconcile_deployment(ks_cluster_t *c, json_t *dep, const snap_t *rss
         if (status_replicas > available)
             json_object_set_new(json_object_get(st, "status"), "unavailableReplicas",
                                 json_integer(status_replicas - available));
-        merge_patch(c, "/apis/apps/v1", dep, "deployments", "status", st, MANAGER_CM);
+        replace_status(c, "/apis/apps/v1", dep, "deployments",
+                       json_incref(json_object_get(st, "status")), MANAGER_CM);
+        json_decref(st);
     } else {
         json_decref(conds);
     }
@@ -872,7 +971,9 @@ static bool job_finished(json_t *job) {
 
 static void reconcile_job(ks_cluster_t *c, json_t *job, const snap_t *pods) {
     char ts[32], path[512], msg[400];
-    if (job_finished(job) || json_is_true(jget(job, "spec.suspend")))
+    /* a Job being deleted (orphan finalizer) makes no more pods, as the job controller */
+    if (job_finished(job) || json_is_true(jget(job, "spec.suspend")) ||
+        jget(job, "metadata.deletionTimestamp") != NULL)
         return;
     json_t **mine = fg_xcalloc(pods->n + 1, sizeof(*mine));
     size_t n = owned(pods, job, "Job", mine, pods->n);
@@ -891,9 +992,9 @@ static void reconcile_job(ks_cluster_t *c, json_t *job, const snap_t *pods) {
     int64_t backoff = jint(job, "spec.backoffLimit", 6);
     now_ts(c, ts, sizeof(ts));
     const char *start = jstr(job, "status.startTime");
-    json_t *status =
-        json_pack("{s:s, s:I, s:I, s:I}", "startTime", start ? start : ts, "succeeded",
-                  (json_int_t)succeeded, "failed", (json_int_t)failed, "ready", (json_int_t)0);
+    json_t *status = json_pack("{s:s, s:I, s:I, s:I, s:i, s:{}}", "startTime", start ? start : ts,
+                               "succeeded", (json_int_t)succeeded, "failed", (json_int_t)failed,
+                               "ready", (json_int_t)0, "terminating", 0, "uncountedTerminatedPods");
     if (succeeded >= completions) {
         json_object_set_new(status, "completionTime", json_string(ts));
         json_object_set_new(status, "conditions",
@@ -953,8 +1054,7 @@ static void reconcile_job(ks_cluster_t *c, json_t *job, const snap_t *pods) {
                    jint(job, "status.failed", -1) != failed ||
                    json_object_get(status, "conditions") != NULL || start == NULL;
     if (changed)
-        merge_patch(c, "/apis/batch/v1", job, "jobs", "status",
-                    json_pack("{s:o}", "status", status), MANAGER_CM);
+        replace_status(c, "/apis/batch/v1", job, "jobs", status, MANAGER_CM);
     else
         json_decref(status);
     free(mine);
@@ -1090,6 +1190,7 @@ static void expire_events(ks_cluster_t *c, int64_t now) {
 void ks_ctrl_tick(ks_cluster_t *c) {
     snap_t nodes, pods, rss, deps, jobs, cjs;
     int64_t now = ks_now_ms(c);
+    ks_gc_run(c);
     snap(c, "Node", &nodes);
     snap(c, "CronJob", &cjs);
     for (size_t i = 0; i < cjs.n; i++)

@@ -187,6 +187,11 @@ typedef struct {
 /* Value of query parameter key, or NULL. */
 const char *ks_req_query(const ks_req_t *req, const char *key);
 
+/* A boolean query flag read as the API server reads every one (apimachinery's
+ * Convert_Slice_string_To_bool): absent, "0" or any case of "false" is false; anything else,
+ * "True", "t" and the empty value included, is true. */
+bool ks_req_flag(const ks_req_t *req, const char *key);
+
 typedef struct ks_watch ks_watch_t;
 
 /* A generic streaming answer (pod logs with follow): next appends to b, waiting up to wait_ms;
@@ -253,6 +258,7 @@ typedef struct {
 
 typedef struct ks_churn ks_churn_t;
 typedef struct ks_ctrl ks_ctrl_t;
+typedef struct ks_gc_item ks_gc_item_t;
 
 typedef struct {
     char *name;
@@ -273,6 +279,9 @@ typedef struct {
     ks_timing_t timing;
     ks_ctrl_t *ctrl;
     int64_t clock_offset_s; /* added to the controller's wall clock (tests move time) */
+    /* the garbage collector's work (write.c): owners deleted since its last pass */
+    pthread_mutex_t gc_mu;
+    ks_gc_item_t *gc;
 } ks_cluster_t;
 
 /* A cluster with an empty store holding the namespaces every cluster has (default, kube-system,
@@ -378,6 +387,14 @@ void ks_create(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_re
 void ks_update(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp_t *out);
 void ks_patch(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp_t *out);
 void ks_delete(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp_t *out);
+
+/* The garbage collector's pass (kube-controller-manager's, run by the controller thread):
+ * deletes the dependents of owners deleted since the last pass (background propagation) and
+ * finishes the deletion of owners held by the `orphan` finalizer (their dependents lose the
+ * owner reference, then the owner goes). Without controllers nothing collects, as in a cluster
+ * without a controller manager. */
+void ks_gc_run(ks_cluster_t *c);
+void ks_gc_free(ks_cluster_t *c);
 
 /* Patch application: FG_OK with *out a new object, or FG_EINVAL with err filled. */
 int ks_merge_patch(const json_t *target, const json_t *patch, json_t **out);

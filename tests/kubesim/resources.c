@@ -10,7 +10,11 @@ const ks_resource_t ks_resources[] = {
     {"", "v1", "Node", "nodes", "node", false, "no", "subdomain", true, false, ""},
     {"", "v1", "Pod", "pods", "pod", true, "po", "subdomain", true, false,
      "status.phase,spec.nodeName"},
-    {"", "v1", "Event", "events", "event", true, "ev", "subdomain", false, false, ""},
+    {"", "v1", "Event", "events", "event", true, "ev", "subdomain", false, false,
+     /* what kubectl describe and kubectl events --for send */
+     "involvedObject.kind,involvedObject.namespace,involvedObject.name,involvedObject.uid,"
+     "involvedObject.apiVersion,involvedObject.resourceVersion,involvedObject.fieldPath,reason,"
+     "type,reportingComponent"},
     {"apps", "v1", "Deployment", "deployments", "deployment", true, "deploy", "subdomain", true,
      true, ""},
     {"apps", "v1", "ReplicaSet", "replicasets", "replicaset", true, "rs", "subdomain", true, false,

@@ -94,10 +94,6 @@ static void append_expired(fg_buf_t *b, int64_t asked, int64_t oldest) {
     json_decref(st);
 }
 
-static bool is_true(const char *v) {
-    return v != NULL && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
-}
-
 static int watch_options_or_reply(const ks_req_t *req, const ks_target_t *t, ks_resp_t *out) {
     const char *match = ks_req_query(req, "resourceVersionMatch");
     const char *sie = ks_req_query(req, "sendInitialEvents");
@@ -128,7 +124,7 @@ void ks_watch_start(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, 
     w->res = t->res;
     w->ns = t->ns ? fg_xstrdup(t->ns) : NULL;
     w->expired_asked = -1;
-    w->bookmarks = is_true(ks_req_query(req, "allowWatchBookmarks"));
+    w->bookmarks = ks_req_flag(req, "allowWatchBookmarks");
     if (rv != NULL && rv[0] == '\0')
         rv = NULL;
     if (watch_options_or_reply(req, t, out) != FG_OK ||
@@ -142,7 +138,7 @@ void ks_watch_start(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, 
         goto fail;
     }
     /* Initial state: sendInitialEvents=true, or (legacy) RV unset or "0" without the parameter. */
-    bool initial = sie != NULL ? is_true(sie) : start == 0;
+    bool initial = sie != NULL ? ks_req_flag(req, "sendInitialEvents") : start == 0;
     if (initial) {
         int64_t list_rv = 0;
         int64_t cur = ks_store_rv(c->store);

@@ -152,17 +152,23 @@ static int object_body_or_reply(const ks_req_t *req, const ks_target_t *t, json_
     if (parse_body_or_reply(req, obj, out) != FG_OK)
         return FG_EINVAL;
     ks_resource_api_version(r, av, sizeof(av));
+    const char *want_kind = r->kind;
+    if (t->sub != NULL && strcmp(t->sub, "scale") == 0) {
+        /* a PUT of /scale carries an autoscaling/v1 Scale, not the Deployment */
+        want_kind = "Scale";
+        snprintf(av, sizeof(av), "autoscaling/v1");
+    }
     const char *kind = json_string_value(json_object_get(*obj, "kind"));
     const char *api = json_string_value(json_object_get(*obj, "apiVersion"));
     const char *ns = json_string_value(path_get(*obj, "metadata.namespace"));
     const char *why = NULL;
     if (!json_is_object(*obj) || !json_is_object(json_object_get(*obj, "metadata")))
         why = "the object provided is unrecognized (must be an object with metadata)";
-    else if (kind != NULL && strcmp(kind, r->kind) != 0)
+    else if (kind != NULL && strcmp(kind, want_kind) != 0)
         snprintf(msg, sizeof(msg),
                  "the kind in the data (%.60s) does not match the expected kind "
                  "(%s)",
-                 kind, r->kind),
+                 kind, want_kind),
             why = msg;
     else if (api != NULL && strcmp(api, av) != 0)
         snprintf(msg, sizeof(msg),
@@ -336,13 +342,87 @@ static void apply_defaults(const ks_resource_t *r, json_t *obj) {
     }
 }
 
+/* Whether every container (regular and init) of spec has cpu and memory limits equal to its
+ * requests (requests default to limits), and whether any has a cpu/memory request or limit. */
+static void qos_scan(const json_t *spec, bool *guaranteed, bool *any) {
+    static const char *const LISTS[] = {"containers", "initContainers"};
+    static const char *const RES[] = {"cpu", "memory"};
+    *guaranteed = true;
+    *any = false;
+    for (size_t l = 0; l < 2; l++) {
+        size_t i;
+        json_t *ctr;
+        json_array_foreach(json_object_get(spec, LISTS[l]), i, ctr) {
+            json_t *res = json_object_get(ctr, "resources");
+            json_t *req = json_object_get(res, "requests"), *lim = json_object_get(res, "limits");
+            for (size_t k = 0; k < 2; k++) {
+                const char *rq = json_string_value(json_object_get(req, RES[k]));
+                const char *lm = json_string_value(json_object_get(lim, RES[k]));
+                *any = *any || rq != NULL || lm != NULL;
+                if (lm == NULL || (rq != NULL && strcmp(rq, lm) != 0))
+                    *guaranteed = false;
+            }
+        }
+    }
+}
+
+/* The pod's QoS class as the API server computes it at create (pkg/apis/core/helper/qos):
+ * BestEffort without any cpu/memory request or limit, Guaranteed when every container's
+ * limits are set and equal to its requests, else Burstable. (Quantities are compared as
+ * written: "1" and "1000m" differ here, not on a real server.) */
+static const char *qos_class(const json_t *spec) {
+    bool guaranteed, any;
+    qos_scan(spec, &guaranteed, &any);
+    if (!any)
+        return "BestEffort";
+    return guaranteed ? "Guaranteed" : "Burstable";
+}
+
+/* A Job's selector and labels, generated at create as the API server's job strategy does
+ * (unless spec.manualSelector): spec.selector matches the new uid; the template gets the
+ * controller-uid and job-name labels (both spellings); a Job without labels takes its
+ * template's. */
+static void job_generate_selector(json_t *obj) {
+    json_t *meta = json_object_get(obj, "metadata");
+    json_t *spec = json_object_get(obj, "spec");
+    json_t *tmpl = json_object_get(spec, "template");
+    const char *uid = json_string_value(json_object_get(meta, "uid"));
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    if (!json_is_object(tmpl) || uid == NULL || name == NULL ||
+        json_is_true(json_object_get(spec, "manualSelector")))
+        return;
+    json_t *tmeta = json_object_get(tmpl, "metadata");
+    if (!json_is_object(tmeta)) {
+        tmeta = json_object();
+        json_object_set_new(tmpl, "metadata", tmeta);
+    }
+    json_t *labels = json_object_get(tmeta, "labels");
+    if (!json_is_object(labels)) {
+        labels = json_object();
+        json_object_set_new(tmeta, "labels", labels);
+    }
+    json_object_set_new(labels, "batch.kubernetes.io/controller-uid", json_string(uid));
+    json_object_set_new(labels, "batch.kubernetes.io/job-name", json_string(name));
+    json_object_set_new(labels, "controller-uid", json_string(uid));
+    json_object_set_new(labels, "job-name", json_string(name));
+    json_object_set_new(
+        spec, "selector",
+        json_pack("{s:{s:s}}", "matchLabels", "batch.kubernetes.io/controller-uid", uid));
+    json_t *own = json_object_get(meta, "labels");
+    if (!json_is_object(own) || json_object_size(own) == 0)
+        json_object_set_new(meta, "labels", json_deep_copy(labels));
+}
+
 /* Defaults a real server fills at create for the kinds whose status it owns. */
 static void create_defaults(const ks_resource_t *r, json_t *obj) {
+    if (strcmp(r->kind, "Job") == 0)
+        job_generate_selector(obj);
     if (!r->has_status)
         return;
     if (strcmp(r->kind, "Pod") == 0)
         json_object_set_new(obj, "status",
-                            json_pack("{s:s, s:s}", "phase", "Pending", "qosClass", "BestEffort"));
+                            json_pack("{s:s, s:s}", "phase", "Pending", "qosClass",
+                                      qos_class(json_object_get(obj, "spec"))));
     else if (strcmp(r->kind, "Namespace") == 0) {
         json_object_set_new(obj, "spec", json_pack("{s:[s]}", "finalizers", "kubernetes"));
         json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Active"));
@@ -439,6 +519,21 @@ out:
     free(key);
 }
 
+/* Whether a write changes the spec (and so bumps metadata.generation). A pod's binding to a
+ * node (spec.nodeName) goes through pods/binding on a real server and leaves generation at 1,
+ * so it does not count here. */
+static bool spec_changed(const ks_resource_t *r, const json_t *next, const json_t *cur) {
+    if (strcmp(r->kind, "Pod") != 0)
+        return !json_equal(next, cur);
+    json_t *a = json_deep_copy(next), *b = json_deep_copy(cur);
+    json_object_del(a, "nodeName");
+    json_object_del(b, "nodeName");
+    bool changed = !json_equal(a, b);
+    json_decref(a);
+    json_decref(b);
+    return changed;
+}
+
 /* Merges `next` (a full object as the client wants it, stolen) over `cur` under the server's
  * rules and stores it with expect_rv = cur's RV. sent is what the client sent (for FieldsV1). */
 static int commit(ks_cluster_t *c, const ks_target_t *t, const ks_obj_t *cur, json_t *next,
@@ -478,7 +573,7 @@ static int commit(ks_cluster_t *c, const ks_target_t *t, const ks_obj_t *cur, js
     }
     json_t *gen = json_object_get(old_meta, "generation");
     if (gen != NULL &&
-        !json_equal(json_object_get(result, "spec"), json_object_get(ks_obj_json(cur), "spec")))
+        spec_changed(r, json_object_get(result, "spec"), json_object_get(ks_obj_json(cur), "spec")))
         json_object_set_new(meta, "generation", json_integer(json_integer_value(gen) + 1));
     json_object_set_new(meta, "managedFields",
                         managed_with(json_object_get(old_meta, "managedFields"), r, manager,
@@ -663,9 +758,70 @@ void ks_patch(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_res
     json_decref(sent);
 }
 
-/* Deletes every object of the namespace whose ownerReferences name uid (background propagation,
- * done at once), recursively. */
-static void delete_dependents(ks_cluster_t *c, const char *ns, const char *uid, int depth) {
+/* ---- deletion and the garbage collector ------------------------------------------ */
+
+struct ks_gc_item {
+    int res;
+    char *ns;  /* NULL for cluster-scoped owners (they have no namespaced dependents here) */
+    char *key; /* the owner's store key (orphan: still stored, with the finalizer) */
+    char *uid;
+    bool orphan;
+    ks_gc_item_t *next;
+};
+
+static void gc_push(ks_cluster_t *c, int res, const char *ns, const char *key, const char *uid,
+                    bool orphan) {
+    ks_gc_item_t *it = fg_xcalloc(1, sizeof(*it));
+    it->res = res;
+    it->ns = ns ? fg_xstrdup(ns) : NULL;
+    it->key = fg_xstrdup(key);
+    it->uid = fg_xstrdup(uid);
+    it->orphan = orphan;
+    pthread_mutex_lock(&c->gc_mu);
+    it->next = c->gc;
+    c->gc = it;
+    pthread_mutex_unlock(&c->gc_mu);
+}
+
+static void gc_items_free(ks_gc_item_t *it) {
+    while (it != NULL) {
+        ks_gc_item_t *next = it->next;
+        free(it->ns);
+        free(it->key);
+        free(it->uid);
+        free(it);
+        it = next;
+    }
+}
+
+void ks_gc_free(ks_cluster_t *c) {
+    gc_items_free(c->gc);
+    c->gc = NULL;
+}
+
+/* The ownerReferences of obj without the one naming uid (new), or NULL when none names it. */
+static json_t *refs_without(json_t *obj, const char *uid) {
+    json_t *refs = path_get(obj, "metadata.ownerReferences"), *keep = json_array(), *ref;
+    size_t j;
+    bool named = false;
+    json_array_foreach(refs, j, ref) {
+        const char *u = json_string_value(json_object_get(ref, "uid"));
+        if (u != NULL && strcmp(u, uid) == 0)
+            named = true;
+        else
+            json_array_append(keep, ref);
+    }
+    if (!named) {
+        json_decref(keep);
+        return NULL;
+    }
+    return keep;
+}
+
+/* Every object of the namespace whose ownerReferences name uid: deleted, recursively (dependents
+ * of dependents), or with orphan only that owner reference removed. */
+static void collect_dependents(ks_cluster_t *c, const char *ns, const char *uid, bool orphan,
+                               int depth) {
     for (size_t res = 0; res < ks_nresources && depth < 8; res++) {
         ks_obj_t **items = NULL;
         size_t n = 0;
@@ -678,41 +834,121 @@ static void delete_dependents(ks_cluster_t *c, const char *ns, const char *uid, 
             if (memmem(items[i]->ser, items[i]->ser_len, uid, strlen(uid)) == NULL)
                 continue; /* cheap pre-filter: no need to parse what cannot name uid */
             json_t *item = ks_obj_parse(items[i]);
-            json_t *refs = path_get(item, "metadata.ownerReferences");
-            size_t j;
-            json_t *ref;
-            json_array_foreach(refs, j, ref) {
-                const char *u = json_string_value(json_object_get(ref, "uid"));
-                if (u == NULL || strcmp(u, uid) != 0)
-                    continue;
+            json_t *keep = refs_without(item, uid);
+            if (keep != NULL && orphan) {
+                json_t *meta = json_object_get(item, "metadata");
+                if (json_array_size(keep) > 0)
+                    json_object_set(meta, "ownerReferences", keep);
+                else
+                    json_object_del(meta, "ownerReferences");
+                ks_store_put(c->store, (int)res, items[i]->key, json_incref(item), KS_PUT_UPDATE,
+                             items[i]->rv, NULL);
+            } else if (keep != NULL) {
                 ks_obj_t *gone = NULL;
                 if (ks_store_delete(c->store, (int)res, items[i]->key, &gone) == FG_OK) {
                     const char *guid =
                         json_string_value(path_get(ks_obj_json(gone), "metadata.uid"));
                     if (guid != NULL)
-                        delete_dependents(c, ns, guid, depth + 1);
+                        collect_dependents(c, ns, guid, false, depth + 1);
                     ks_obj_unref(gone);
                 }
-                break;
             }
+            json_decref(keep);
             json_decref(item);
         }
         ks_objs_free(items, n);
     }
 }
 
+void ks_gc_run(ks_cluster_t *c) {
+    pthread_mutex_lock(&c->gc_mu);
+    ks_gc_item_t *work = c->gc;
+    c->gc = NULL;
+    pthread_mutex_unlock(&c->gc_mu);
+    for (ks_gc_item_t *it = work; it != NULL; it = it->next) {
+        collect_dependents(c, it->ns, it->uid, it->orphan, 0);
+        if (it->orphan) /* dependents released: the finalizer is done, the owner goes */
+            ks_store_delete(c->store, it->res, it->key, NULL);
+    }
+    gc_items_free(work);
+}
+
+/* The propagation policy of a DELETE: ?propagationPolicy=, else the DeleteOptions body's
+ * propagationPolicy, else orphanDependents (query or body), else the kind's default: Orphan for
+ * batch/v1 Jobs (their REST strategy's DefaultGarbageCollectionPolicy), Background otherwise.
+ * Foreground is served as Background (no foregroundDeletion finalizer here). */
+static bool delete_orphans(const ks_req_t *req, const ks_resource_t *r) {
+    const char *policy = ks_req_query(req, "propagationPolicy");
+    json_t *opts = NULL;
+    bool orphan;
+    if (req->body_len > 0)
+        fg_json_load(req->body, req->body_len, &opts, NULL, 0);
+    if (policy == NULL)
+        policy = json_string_value(json_object_get(opts, "propagationPolicy"));
+    if (policy != NULL && policy[0] != '\0')
+        orphan = strcmp(policy, "Orphan") == 0;
+    else if (ks_req_query(req, "orphanDependents") != NULL)
+        orphan = ks_req_flag(req, "orphanDependents");
+    else if (json_is_boolean(json_object_get(opts, "orphanDependents")))
+        orphan = json_is_true(json_object_get(opts, "orphanDependents"));
+    else
+        orphan = strcmp(r->kind, "Job") == 0;
+    json_decref(opts);
+    return orphan;
+}
+
+/* Orphan deletion: the object stays, with deletionTimestamp and the `orphan` finalizer, until
+ * the garbage collector has released its dependents; the answer is the object. */
+static void delete_orphaning(ks_cluster_t *c, const ks_target_t *t, ks_obj_t *cur, const char *key,
+                             ks_resp_t *out) {
+    const ks_resource_t *r = &ks_resources[t->res];
+    json_t *obj = json_deep_copy(ks_obj_json(cur));
+    json_t *meta = json_object_get(obj, "metadata");
+    ks_obj_t *stored = NULL;
+    char ts[32];
+    if (json_object_get(meta, "deletionTimestamp") == NULL) {
+        json_t *fin = json_object_get(meta, "finalizers");
+        if (!json_is_array(fin)) {
+            fin = json_array();
+            json_object_set_new(meta, "finalizers", fin);
+        }
+        json_array_append_new(fin, json_string("orphan"));
+        now_rfc3339(ts, sizeof(ts));
+        json_object_set_new(meta, "deletionTimestamp", json_string(ts));
+        json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(0));
+        json_t *norm = normalized(obj);
+        if (ks_store_put(c->store, t->res, key, norm, KS_PUT_UPDATE, cur->rv, &stored) != FG_OK) {
+            conflict_reply(out, r, t->name);
+            goto out;
+        }
+        gc_push(c, t->res, t->ns, key, json_string_value(json_object_get(meta, "uid")) ?: "", true);
+        write_reply(out, 200, stored);
+    } else {
+        write_reply(out, 200, cur); /* already being deleted */
+    }
+out:
+    json_decref(obj);
+    ks_obj_unref(stored);
+}
+
 void ks_delete(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp_t *out) {
     const ks_resource_t *r = &ks_resources[t->res];
     char *key = ks_key(t->ns, t->name);
     ks_obj_t *gone = NULL;
-    const char *policy = ks_req_query(req, "propagationPolicy");
+    if (delete_orphans(req, r)) {
+        if (ks_store_get(c->store, t->res, key, &gone) != FG_OK)
+            ks_not_found_reply(out, r, t->name);
+        else
+            delete_orphaning(c, t, gone, key, out);
+        goto out;
+    }
     if (ks_store_delete(c->store, t->res, key, &gone) != FG_OK) {
         ks_not_found_reply(out, r, t->name);
         goto out;
     }
     const char *uid = json_string_value(path_get(ks_obj_json(gone), "metadata.uid"));
-    if (uid != NULL && (policy == NULL || strcmp(policy, "Orphan") != 0))
-        delete_dependents(c, t->ns, uid, 0);
+    if (uid != NULL && t->ns != NULL)
+        gc_push(c, t->res, t->ns, key, uid, false); /* dependents go in the GC's next pass */
     json_t *st = json_pack("{s:s, s:s, s:{}, s:s, s:{s:s, s:s, s:s, s:s}}", "kind", "Status",
                            "apiVersion", "v1", "metadata", "status", "Success", "details", "name",
                            t->name, "group", r->group, "kind", r->plural, "uid", uid ? uid : "");

@@ -259,7 +259,61 @@ START_TEST(scale_subresource_and_delete_propagation) {
     ck_assert_int_eq(r.resp.code, 200);
     ck_assert_str_eq(jstr(r.json, "status", NULL), "Success");
     call_free(&r);
+    /* dependents go asynchronously, in the garbage collector's pass, not inside the DELETE */
     call(c, "GET", "/apis/apps/v1/namespaces/default/replicasets/web-1", NULL, NULL, &r);
+    ck_assert_int_eq(r.resp.code, 200);
+    call_free(&r);
+    ks_gc_run(c);
+    call(c, "GET", "/apis/apps/v1/namespaces/default/replicasets/web-1", NULL, NULL, &r);
+    ck_assert_int_eq(r.resp.code, 404);
+    call_free(&r);
+    free(uid);
+    ks_cluster_free(c);
+}
+END_TEST
+
+/* A batch/v1 Job deleted without a propagation policy orphans its pods, as a real server does:
+ * the answer is the Job with deletionTimestamp and the orphan finalizer; after the garbage
+ * collector's pass the pod has lost its owner reference and the Job is gone. */
+START_TEST(job_delete_without_policy_orphans) {
+    ks_cluster_t *c = test_cluster(100);
+    call_t r;
+    call(c, "POST", "/apis/batch/v1/namespaces/default/jobs", "application/json",
+         "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"template\":{\"spec\":{\"restartPolicy\":"
+         "\"Never\",\"containers\":[{\"name\":\"m\",\"image\":\"busybox\"}]}}}}",
+         &r);
+    ck_assert_int_eq(r.resp.code, 201);
+    char *uid = fg_xstrdup(jstr(r.json, "metadata", "uid"));
+    /* the generated selector and labels */
+    json_t *ml = json_object_get(json_object_get(json_object_get(r.json, "spec"), "selector"),
+                                 "matchLabels");
+    ck_assert_str_eq(json_string_value(json_object_get(ml, "batch.kubernetes.io/controller-uid")),
+                     uid);
+    ck_assert_str_eq(jstr(json_object_get(r.json, "metadata"), "labels", "job-name"), "j");
+    call_free(&r);
+    char body[512];
+    snprintf(body, sizeof(body),
+             "{\"metadata\":{\"name\":\"j-1\",\"ownerReferences\":[{\"apiVersion\":\"batch/v1\","
+             "\"kind\":\"Job\",\"name\":\"j\",\"uid\":\"%s\",\"controller\":true}]},"
+             "\"spec\":{\"containers\":[{\"name\":\"m\",\"image\":\"busybox\"}]}}",
+             uid);
+    call(c, "POST", "/api/v1/namespaces/default/pods", "application/json", body, &r);
+    ck_assert_int_eq(r.resp.code, 201);
+    call_free(&r);
+    call(c, "DELETE", "/apis/batch/v1/namespaces/default/jobs/j", NULL, NULL, &r);
+    ck_assert_int_eq(r.resp.code, 200);
+    ck_assert_str_eq(jstr(r.json, "kind", NULL), "Job");
+    ck_assert_ptr_nonnull(jstr(r.json, "metadata", "deletionTimestamp"));
+    ck_assert_str_eq(json_string_value(json_array_get(
+                         json_object_get(json_object_get(r.json, "metadata"), "finalizers"), 0)),
+                     "orphan");
+    call_free(&r);
+    ks_gc_run(c);
+    call(c, "GET", "/api/v1/namespaces/default/pods/j-1", NULL, NULL, &r);
+    ck_assert_int_eq(r.resp.code, 200);
+    ck_assert_ptr_null(json_object_get(json_object_get(r.json, "metadata"), "ownerReferences"));
+    call_free(&r);
+    call(c, "GET", "/apis/batch/v1/namespaces/default/jobs/j", NULL, NULL, &r);
     ck_assert_int_eq(r.resp.code, 404);
     call_free(&r);
     free(uid);
@@ -358,6 +412,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, stale_put_gets_409_conflict);
     tcase_add_test(tc, errors_are_status_objects_with_codes);
     tcase_add_test(tc, scale_subresource_and_delete_propagation);
+    tcase_add_test(tc, job_delete_without_policy_orphans);
     tcase_add_test(tc, managed_fields_share_is_in_the_real_range);
     suite_add_tcase(s, tc);
     return s;
