@@ -14,9 +14,11 @@ KS_TEST_BINS := $(KS_TEST_SRC:$(KS_DIR)/tests/%.c=$(BUILD)/tests/kubesim/%)
 FG_SHARED ?= tests
 
 ALL_BINS += $(KUBESIM)
-TEST_STEPS += kubesim-check kubesim-kubectl
-# kubesim needs no Debian packages beyond the Makefile's (libmicrohttpd, jansson, libssl, check;
-# curl and python3 for kubectl_compat.sh). WebSocket framing for exec is its own (README.md).
+TEST_STEPS += kubesim-check kubesim-kubectl kubesim-python
+# Beyond the Makefile's packages (libmicrohttpd, jansson, libssl, check; curl and python3 for
+# kubectl_compat.sh), the official Kubernetes Python client for python_client.py, run with
+# the system interpreter it is installed for. WebSocket framing for exec is its own (README.md).
+DEB_PKGS += python3-kubernetes
 
 $(BUILD)/obj/$(KS_DIR)/%.o: ALL_CFLAGS += -I$(KS_DIR)
 
@@ -32,7 +34,7 @@ $(BUILD)/tests/kubesim/%: $(BUILD)/obj/$(KS_DIR)/tests/%.o $(KS_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS) $(CHECK_LIBS)
 
-.PHONY: kubesim-check kubesim-check-one kubesim-kubectl kubesim-bench
+.PHONY: kubesim-check kubesim-check-one kubesim-kubectl kubesim-python kubesim-bench
 
 # The suites of this build; kubesim-check runs them here and under ASan/UBSan.
 kubesim-check-one: $(KS_TEST_BINS)
@@ -44,6 +46,10 @@ kubesim-check:
 
 kubesim-kubectl: $(KUBESIM)
 	KUBESIM=$(KUBESIM) $(KS_DIR)/kubectl_compat.sh
+
+# The official Python client (Debian's python3-kubernetes) against a fresh kubesim.
+kubesim-python: $(KUBESIM)
+	KUBESIM=$(KUBESIM) /usr/bin/python3 $(KS_DIR)/python_client.py
 
 # Not in make test: seeding 3000 nodes + 120000 pods, RSS, paged LISTs, churn (a minute or so).
 kubesim-bench: $(KUBESIM)

@@ -773,9 +773,71 @@ static int64_t int_or_percent(json_t *v, int64_t replicas, bool round_up, int64_
     return round_up ? (replicas * pct + 99) / 100 : replicas * pct / 100;
 }
 
+static void strip_nulls(json_t *j) {
+    const char *k;
+    json_t *v;
+    void *tmp;
+    size_t i;
+    if (json_is_object(j)) {
+        json_object_foreach_safe(j, tmp, k, v) {
+            if (json_is_null(v))
+                json_object_del(j, k);
+            else
+                strip_nulls(v);
+        }
+    } else if (json_is_array(j)) {
+        json_array_foreach(j, i, v) strip_nulls(v);
+    }
+}
+
+/* A pod template without what does not make two templates different (new reference): the
+ * pod-template-hash label and null members (a client's `creationTimestamp: null`), as the
+ * deployment controller's EqualIgnoreHash compares them. */
+static json_t *canonical_template(json_t *tmpl) {
+    json_t *t = json_is_object(tmpl) ? json_deep_copy(tmpl) : json_object();
+    strip_nulls(t);
+    json_t *meta = json_object_get(t, "metadata");
+    json_object_del(json_object_get(meta, "labels"), "pod-template-hash");
+    if (json_object_size(json_object_get(meta, "labels")) == 0)
+        json_object_del(meta, "labels");
+    if (json_object_size(meta) == 0)
+        json_object_del(t, "metadata");
+    return t;
+}
+
+static bool same_template(json_t *a, json_t *b) {
+    json_t *ca = canonical_template(a), *cb = canonical_template(b);
+    bool eq = json_equal(ca, cb);
+    json_decref(ca);
+    json_decref(cb);
+    return eq;
+}
+
+/* The deployment.kubernetes.io/revision annotation of o (0 when absent). */
+static int64_t revision_of(json_t *o) {
+    const char *s = json_string_value(
+        json_object_get(jget(o, "metadata.annotations"), "deployment.kubernetes.io/revision"));
+    int64_t v = 0;
+    if (s == NULL || fg_parse_int64(s, strlen(s), 0, INT64_MAX, &v) != FG_OK)
+        return 0;
+    return v;
+}
+
+static void set_revision(ks_cluster_t *c, json_t *o, const char *plural, int64_t rev) {
+    char text[24];
+    snprintf(text, sizeof(text), "%lld", (long long)rev);
+    merge_patch(c, "/apis/apps/v1", o, plural, NULL,
+                json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
+                          "deployment.kubernetes.io/revision", text),
+                MANAGER_CM);
+}
+
+/* The hash of the canonical template (key order and nulls do not change it). */
 static void template_hash(json_t *tmpl, char *out, size_t len) {
-    size_t n = 0;
-    char *s = fg_json_dumps(tmpl, &n);
+    json_t *canon = canonical_template(tmpl);
+    char *s = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS);
+    size_t n = s ? strlen(s) : 0;
+    json_decref(canon);
     uint64_t h = 1469598103934665603ULL;
     for (size_t i = 0; i < n; i++)
         h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
@@ -801,10 +863,10 @@ static void scale_rs(ks_cluster_t *c, json_t *dep, json_t *rs, int64_t to) {
 }
 
 static void create_rs(ks_cluster_t *c, json_t *dep, const char *hash, int64_t replicas,
-                      size_t revision) {
+                      int64_t revision) {
     char name[300], path[512], rev[24], msg[400];
     snprintf(name, sizeof(name), "%.240s-%s", jstr(dep, "metadata.name"), hash);
-    snprintf(rev, sizeof(rev), "%zu", revision);
+    snprintf(rev, sizeof(rev), "%lld", (long long)revision);
     json_t *tmpl = json_deep_copy(jget(dep, "spec.template"));
     json_t *tmeta = json_object_get(tmpl, "metadata");
     if (tmeta == NULL) {
@@ -857,10 +919,16 @@ static void reconcile_deployment(ks_cluster_t *c, json_t *dep, const snap_t *rss
         unavail = 1;
     template_hash(jget(dep, "spec.template"), hash, sizeof(hash));
     json_t *new_rs = NULL;
-    int64_t total = 0, old_total = 0, available = 0, ready = 0, status_replicas = 0;
+    int64_t total = 0, old_total = 0, available = 0, ready = 0, status_replicas = 0, maxrev = 0;
     for (size_t i = 0; i < n; i++) {
-        const char *h = jstr(mine[i], "metadata.labels.pod-template-hash");
-        if (h != NULL && strcmp(h, hash) == 0)
+        if (revision_of(mine[i]) > maxrev)
+            maxrev = revision_of(mine[i]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        /* the ReplicaSet whose template is the Deployment's, whatever its name: a rollback
+         * (kubectl rollout undo) brings an old template back and reuses its ReplicaSet */
+        if (new_rs == NULL &&
+            same_template(jget(dep, "spec.template"), jget(mine[i], "spec.template")))
             new_rs = mine[i];
         else
             old_total += jint(mine[i], "spec.replicas", 0);
@@ -877,8 +945,11 @@ static void reconcile_deployment(ks_cluster_t *c, json_t *dep, const snap_t *rss
                                 : (replicas + surge - total > 0 ? replicas + surge - total : 0);
             if (start > replicas)
                 start = replicas;
-            create_rs(c, dep, hash, start, n + 1);
+            create_rs(c, dep, hash, start, maxrev + 1);
+            maxrev++;
         } else {
+            if (revision_of(new_rs) < maxrev) /* reused: it becomes the newest revision */
+                set_revision(c, new_rs, "replicasets", ++maxrev);
             int64_t cur = jint(new_rs, "spec.replicas", 0);
             int64_t target = cur;
             if (cur > replicas)
@@ -909,6 +980,8 @@ static void reconcile_deployment(ks_cluster_t *c, json_t *dep, const snap_t *rss
             }
         }
     }
+    if (!paused && maxrev > 0 && revision_of(dep) != maxrev)
+        set_revision(c, dep, "deployments", maxrev);
     int64_t updated = new_rs ? jint(new_rs, "status.replicas", 0) : 0;
     int64_t gen = jint(dep, "metadata.generation", 1);
     bool complete = updated == replicas && status_replicas == replicas && available == replicas;
@@ -917,8 +990,12 @@ static void reconcile_deployment(ks_cluster_t *c, json_t *dep, const snap_t *rss
                           : complete ? "NewReplicaSetAvailable"
                                      : "ReplicaSetUpdated";
     char pmsg[400];
-    snprintf(pmsg, sizeof(pmsg), "ReplicaSet \"%s-%s\" %s.", jstr(dep, "metadata.name"), hash,
-             complete ? "has successfully progressed" : "is progressing");
+    if (new_rs != NULL)
+        snprintf(pmsg, sizeof(pmsg), "ReplicaSet \"%s\" %s.", jstr(new_rs, "metadata.name"),
+                 complete ? "has successfully progressed" : "is progressing");
+    else
+        snprintf(pmsg, sizeof(pmsg), "ReplicaSet \"%s-%s\" %s.", jstr(dep, "metadata.name"), hash,
+                 complete ? "has successfully progressed" : "is progressing");
     json_t *conds = json_pack(
         "[{s:s, s:s, s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s, s:s, s:s}]", "type", "Available",
         "status", available >= replicas - unavail ? "True" : "False", "lastUpdateTime", ts,

@@ -180,6 +180,7 @@ typedef struct {
     const char *authorization; /* the Authorization header, may be NULL */
     const char *ws_key;        /* Sec-WebSocket-Key (an upgrade request), may be NULL */
     const char *ws_protocol;   /* Sec-WebSocket-Protocol offered, may be NULL */
+    const char *accept;        /* the Accept header, may be NULL */
     const char *body;
     size_t body_len;
 } ks_req_t;
@@ -331,6 +332,17 @@ int ks_seed(ks_cluster_t *c, const char *ns, int64_t nodes, int64_t pods);
 /* Starts (per_minute > 0), retunes or stops (0) the churn of pod mutations in ns. */
 void ks_churn_set(ks_cluster_t *c, int64_t per_minute, const char *ns);
 void ks_churn_stop(ks_cluster_t *c);
+
+/* ---- server-side printing (table.c) --------------------------------------- */
+
+/* Whether the client asked for a meta.k8s.io Table (Accept: ...;as=Table;g=meta.k8s.io). */
+bool ks_wants_table(const ks_req_t *req);
+/* An empty Table (new reference) of resource res at resourceVersion rv; columnDefinitions are
+ * null without with_columns (watch events after the first, as a real server sends them). */
+json_t *ks_table_new(int res, const char *rv, bool with_columns);
+/* Appends obj's row; include is ?includeObject= (NULL/"Metadata", "Object" or "None"). */
+void ks_table_add_row(json_t *table, int res, const json_t *obj, const char *include,
+                      int64_t now_ms);
 
 /* ---- Status errors (status.c) ------------------------------------------- */
 
