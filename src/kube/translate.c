@@ -644,17 +644,19 @@ static int c_container_totals(xlate_t *x, const row_t *r, const json_t *v, const
 
 /* ---- conditions -------------------------------------------------------- */
 
-typedef enum { WHEN_ALWAYS, WHEN_TRUE, WHEN_NOT_TRUE } when_t;
-
+/* The condition types a kind keeps. Each is kept whatever its status: a condition explains a
+ * state by its reason and message as much when True (PodScheduled: where and since when) as
+ * when not (Ready=False: why). */
 typedef struct {
-    const char *type;
-    when_t when;
-} cond_pick_t;
-
-typedef struct {
-    const cond_pick_t *picks;
+    const char *const *types;
     size_t n;
 } cond_spec_t;
+
+#define COND_SPEC(...)                                                                             \
+    {                                                                                              \
+        (const char *const[]){__VA_ARGS__},                                                        \
+            sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)                      \
+    }
 
 static const row_t condition_rows[] = {
     REQ_STR("type", "type"),   REQ_STR("status", "status"),        STR("reason", "reason"),
@@ -681,14 +683,11 @@ static int c_conditions(xlate_t *x, const row_t *r, const json_t *v, const char 
             return bad(x, where, "not an object", c);
         }
         const char *type = map_str(c, "type");
-        const char *status = map_str(c, "status");
-        bool is_true = status != NULL && strcmp(status, "True") == 0;
         size_t k;
         for (k = 0; k < spec->n; k++)
-            if (type != NULL && strcmp(type, spec->picks[k].type) == 0)
+            if (type != NULL && strcmp(type, spec->types[k]) == 0)
                 break;
-        if (k == spec->n || (spec->picks[k].when == WHEN_TRUE && !is_true) ||
-            (spec->picks[k].when == WHEN_NOT_TRUE && is_true))
+        if (k == spec->n)
             continue;
         json_t *o = json_object();
         int rc = apply(x, &condition_table, c, where, o);
@@ -770,8 +769,8 @@ static int c_owner(xlate_t *x, const row_t *r, const json_t *v, const char *vpat
 /* ---- pods -------------------------------------------------------------- */
 
 /* A pod's app: the Deployment that owns it, read from its ReplicaSet's name ("<deployment>-
- * <pod-template-hash>"), because fleetgate's apps are Deployments; else the label
- * app.kubernetes.io/name, else the label app; else none. */
+ * <pod-template-hash>"), because fleetgate's apps are Deployments; else none. An `app` label
+ * is not an app (a DaemonSet's pods carry `app: kindnet`): it stays in the labels. */
 static int c_pod_app(xlate_t *x, const row_t *r, const json_t *v, const char *vpath,
                      const json_t *src, json_t *out) {
     (void)v, (void)vpath, (void)src;
@@ -789,11 +788,6 @@ static int c_pod_app(xlate_t *x, const row_t *r, const json_t *v, const char *vp
             return FG_OK;
         }
     }
-    const char *label = map_str(labels, "app.kubernetes.io/name");
-    if (label == NULL)
-        label = map_str(labels, "app");
-    if (label != NULL)
-        set_new(out, r->field, bounded_string(label, strlen(label)));
     return FG_OK;
 }
 
@@ -838,17 +832,36 @@ static const row_t resources_rows[] = {
 };
 static const table_t resources_table = TABLE(resources_rows);
 
+/* A string, left out when it is the API's default (arg): most ports are TCP, and a pod has
+ * several, so the cached pod stays small. */
+static int c_str_unless(xlate_t *x, const row_t *r, const json_t *v, const char *vpath,
+                        const json_t *src, json_t *out) {
+    if (json_is_string(v) && strcmp(json_string_value(v), r->arg) == 0)
+        return FG_OK;
+    return c_str(x, r, v, vpath, src, out);
+}
+
+/* A container port, named as the API's ContainerPort (protocol only when not TCP). */
+static const row_t port_rows[] = {
+    STR("name", "name"),
+    {.field = "containerPort", .path = "containerPort", .conv = c_int, .flags = REQUIRED},
+    ROW("protocol", "protocol", c_str_unless, "TCP"),
+};
+static const list_spec_t ports = {TABLE(port_rows), FG_KUBE_MAX_LIST_ITEMS};
+
 /* What a container's spec contributes. */
 static const row_t container_spec_rows[] = {
     REQ_STR("name", "name"),
     STR("image", "image"),
     OBJ("resources", "resources", resources_table),
+    LIST("ports", "ports", ports),
 };
 static const table_t container_spec_table = TABLE(container_spec_rows);
 
 /* What its status contributes. */
 static const row_t container_status_rows[] = {
     ROW("state", "state", c_container_state, NULL),
+    STR("imageID", "imageID"), /* the digest actually running, beside the spec's image */
     BOOL_OR("ready", "ready", NO),
     INT_OR("restarts", "restartCount", ZERO),
     OBJ("lastTermination", "lastState.terminated", last_termination_table),
@@ -945,10 +958,8 @@ static int c_restarts_total(xlate_t *x, const row_t *r, const json_t *v, const c
     return FG_OK;
 }
 
-static const cond_spec_t pod_conditions = {(const cond_pick_t[]){{"Ready", WHEN_ALWAYS},
-                                                                 {"PodScheduled", WHEN_NOT_TRUE},
-                                                                 {"DisruptionTarget", WHEN_TRUE}},
-                                           3};
+static const cond_spec_t pod_conditions =
+    COND_SPEC("PodScheduled", "Initialized", "ContainersReady", "Ready", "DisruptionTarget");
 
 /* Common rows, shared by every kind through sub-tables applied to the same object (c_inline):
  * identity first, so every simplified object starts the same way, and its lifetime and labels
@@ -1002,7 +1013,9 @@ static const row_t pod_rows[] = {
     ROW("limitUnits", "spec.containers", c_container_totals, "limits"),
     ROW("podIPs", "status.podIPs", c_str_list, "ip"),
     {.field = "podIPs", .path = "status.podIP", .conv = c_str_as_list, .flags = IF_UNSET},
-    STR("hostIP", "status.hostIP"),
+    ROW("hostIPs", "status.hostIPs", c_str_list, "ip"),
+    {.field = "hostIPs", .path = "status.hostIP", .conv = c_str_as_list, .flags = IF_UNSET},
+    STR("qosClass", "status.qosClass"),
     STR("startTime", "status.startTime"),
     IDENTITY(lifetime),
 };
@@ -1014,6 +1027,7 @@ static const row_t template_container_rows[] = {
     REQ_STR("name", "name"),
     STR("image", "image"),
     OBJ("resources", "resources", resources_table),
+    LIST("ports", "ports", ports),
 };
 static const list_spec_t template_containers = {TABLE(template_container_rows),
                                                 FG_KUBE_MAX_CONTAINERS};
@@ -1035,10 +1049,7 @@ static const row_t strategy_rows[] = {
 };
 static const table_t strategy_table = TABLE(strategy_rows);
 
-static const cond_spec_t app_conditions = {(const cond_pick_t[]){{"Available", WHEN_ALWAYS},
-                                                                 {"Progressing", WHEN_ALWAYS},
-                                                                 {"ReplicaFailure", WHEN_TRUE}},
-                                           3};
+static const cond_spec_t app_conditions = COND_SPEC("Available", "Progressing", "ReplicaFailure");
 
 static const row_t app_rows[] = {
     IDENTITY(namespaced_identity),
@@ -1077,11 +1088,8 @@ static int c_job_state(xlate_t *x, const row_t *r, const json_t *v, const char *
     return FG_OK;
 }
 
-static const cond_spec_t job_conditions = {(const cond_pick_t[]){{"Complete", WHEN_TRUE},
-                                                                 {"Failed", WHEN_TRUE},
-                                                                 {"FailureTarget", WHEN_TRUE},
-                                                                 {"Suspended", WHEN_TRUE}},
-                                           4};
+static const cond_spec_t job_conditions =
+    COND_SPEC("Complete", "Failed", "FailureTarget", "Suspended");
 
 static const row_t jobset_rows[] = {
     IDENTITY(namespaced_identity),
@@ -1181,10 +1189,8 @@ static const row_t behavior_rows[] = {
 };
 static const table_t behavior_table = TABLE(behavior_rows);
 
-static const cond_spec_t scaler_conditions = {(const cond_pick_t[]){{"AbleToScale", WHEN_ALWAYS},
-                                                                    {"ScalingActive", WHEN_ALWAYS},
-                                                                    {"ScalingLimited", WHEN_TRUE}},
-                                              3};
+static const cond_spec_t scaler_conditions =
+    COND_SPEC("AbleToScale", "ScalingActive", "ScalingLimited");
 
 static const row_t scaler_rows[] = {
     IDENTITY(namespaced_identity),
@@ -1297,13 +1303,8 @@ static const row_t taint_rows[] = {
 };
 static const list_spec_t taints = {TABLE(taint_rows), FG_KUBE_MAX_LIST_ITEMS};
 
-static const cond_spec_t node_conditions = {
-    (const cond_pick_t[]){{"Ready", WHEN_ALWAYS},
-                          {"MemoryPressure", WHEN_TRUE},
-                          {"DiskPressure", WHEN_TRUE},
-                          {"PIDPressure", WHEN_TRUE},
-                          {"NetworkUnavailable", WHEN_TRUE}},
-    5};
+static const cond_spec_t node_conditions =
+    COND_SPEC("Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable");
 
 static const row_t node_rows[] = {
     ROW_NAME,
