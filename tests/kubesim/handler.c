@@ -62,9 +62,15 @@ static size_t split_path(char *buf, char **segs) {
     return n;
 }
 
-/* Resolves segs (after the group/version) into t. FG_OK or FG_ENOENT. */
+/* Resolves segs (after the group/version) into t. FG_OK or FG_ENOENT. autoscaling/v1 is the
+ * stored autoscaling/v2 HPA, converted (t->v1). */
 static int resolve(const char *group, const char *version, char **segs, size_t n, ks_target_t *t) {
     memset(t, 0, sizeof(*t));
+    if (strcmp(group, "autoscaling") == 0 && strcmp(version, "v1") == 0) {
+        int rc = resolve(group, "v2", segs, n, t);
+        t->v1 = true;
+        return rc;
+    }
     if (n >= 3 && strcmp(segs[0], "namespaces") == 0) {
         int res = ks_resource_find(group, version, segs[2]);
         if (res >= 0 && ks_resources[res].namespaced) {
@@ -172,6 +178,8 @@ static void route(ks_cluster_t *c, const ks_req_t *req, ks_resp_t *out, bool ext
         goto out;
     }
     dispatch(c, req, &t, out);
+    if (t.v1 && out->watch == NULL)
+        ks_v1_reply(out);
 out:
     free(buf);
 }

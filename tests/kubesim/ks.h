@@ -366,7 +366,16 @@ typedef struct {
     const char *ns;   /* NULL for cluster-scoped or all namespaces */
     const char *name; /* NULL for collections */
     const char *sub;  /* "status", "scale" or NULL */
+    bool v1;          /* autoscaling/v1: the stored v2 HPA converted in and out (convert.c) */
 } ks_target_t;
+
+/* ---- autoscaling/v1 (convert.c) ------------------------------------------- */
+
+/* An autoscaling/v2 HPA as autoscaling/v1, and back (new references). */
+json_t *ks_hpa_to_v1(const json_t *v2);
+json_t *ks_hpa_from_v1(const json_t *v1);
+/* Converts a successful answer's HPA or HPA list in out to autoscaling/v1. */
+void ks_v1_reply(ks_resp_t *out);
 
 void ks_get(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp_t *out);
 void ks_list(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp_t *out);

@@ -71,6 +71,10 @@ if echo "$out" | grep -q "deployments.*deploy.*apps/v1.*true.*Deployment" &&
    echo "$out" | grep -q "horizontalpodautoscalers.*hpa.*autoscaling/v2"; then ok "api-resources"
 else bad "api-resources" "$out"; fi
 
+out=$("${K[@]}" api-versions 2>&1)
+if echo "$out" | grep -qx "autoscaling/v1" && echo "$out" | grep -qx "autoscaling/v2"; then ok "api-versions lists autoscaling/v1 and v2"
+else bad "api-versions lists autoscaling/v1 and v2" "$out"; fi
+
 out=$("${K[@]}" get namespaces 2>&1)
 if echo "$out" | grep -q "^kube-system"; then ok "get namespaces"; else bad "get namespaces" "$out"; fi
 

@@ -283,6 +283,39 @@ def run_checks(api):
         assert p.spec.node_name and p.metadata.generation == 1, (p.spec.node_name,
                                                                  p.metadata.generation)
 
+    @check("discovery: autoscaling/v1 beside autoscaling/v2")
+    def _():
+        groups = client.ApisApi(api).get_api_versions().groups
+        versions = [v.version for g in groups if g.name == "autoscaling" for v in g.versions]
+        assert versions == ["v2", "v1"], versions
+        res = client.AutoscalingV1Api(api).get_api_resources().resources
+        assert "horizontalpodautoscalers" in [r.name for r in res]
+
+    @check("autoscaling/v1 HPA: create, read in v1 and v2, patch, list")
+    def _():
+        v1 = client.AutoscalingV1Api(api)
+        body = {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": "pyhpa"},
+                "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                            "name": "pyweb"},
+                         "minReplicas": 1, "maxReplicas": 4,
+                         "targetCPUUtilizationPercentage": 70}}
+        made = v1.create_namespaced_horizontal_pod_autoscaler(NS, body)
+        assert made.spec.target_cpu_utilization_percentage == 70, made.spec
+        # (this client has no typed autoscaling/v2 API: read the stored v2 object raw)
+        v2 = api.call_api("/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/pyhpa",
+                          "GET", auth_settings=["BearerToken"], response_type="object",
+                          _return_http_data_only=True)
+        m = v2["spec"]["metrics"][0]
+        assert v2["apiVersion"] == "autoscaling/v2" and m["resource"]["name"] == "cpu" and \
+            m["resource"]["target"]["averageUtilization"] == 70, v2
+        v1.patch_namespaced_horizontal_pod_autoscaler(
+            "pyhpa", NS, {"spec": {"targetCPUUtilizationPercentage": 50}})
+        got = v1.read_namespaced_horizontal_pod_autoscaler("pyhpa", NS)
+        assert got.spec.target_cpu_utilization_percentage == 50, got.spec
+        items = v1.list_namespaced_horizontal_pod_autoscaler(NS).items
+        assert [h.api_version for h in items] == ["autoscaling/v1"], items
+
     @check("jobs: list, selector finds its pods, exit code 0 completes")
     def _():
         batch.create_namespaced_job(NS, job_body("pyok", ["sh", "-c", "exit 0"]))

@@ -29,6 +29,7 @@ struct ks_watch {
     bool done;
     int cut_gen; /* the cluster's cut-watches generation at the start */
     bool table;  /* the client asked for Tables (kubectl get -w) */
+    bool v1;     /* autoscaling/v1: objects converted from the stored v2 */
     bool table_columns_sent;
     char *include_object; /* ?includeObject= for Table rows, may be NULL */
 };
@@ -65,6 +66,16 @@ static bool matches(const ks_watch_t *w, const ks_obj_t *o) {
 static void append_event(ks_watch_t *w, fg_buf_t *b, const char *type, const ks_obj_t *o) {
     size_t len = 0;
     char *full = ks_obj_full_json(o, &len);
+    if (w->v1 && !w->table) {
+        json_t *j = NULL;
+        if (fg_json_load(full, len, &j, NULL, 0) == FG_OK) {
+            json_t *conv = ks_hpa_to_v1(j);
+            free(full);
+            full = fg_json_dumps(conv, &len);
+            json_decref(conv);
+            json_decref(j);
+        }
+    }
     if (w->table) {
         json_t *j = NULL;
         char rv[24];
@@ -146,6 +157,7 @@ void ks_watch_start(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, 
     w->expired_asked = -1;
     w->bookmarks = ks_req_flag(req, "allowWatchBookmarks");
     w->table = ks_wants_table(req);
+    w->v1 = t->v1;
     if (ks_req_query(req, "includeObject") != NULL)
         w->include_object = fg_xstrdup(ks_req_query(req, "includeObject"));
     if (rv != NULL && rv[0] == '\0')

@@ -330,6 +330,8 @@ static int object_body_or_reply(const ks_req_t *req, const ks_target_t *t, json_
         return FG_EINVAL;
     ks_resource_api_version(r, av, sizeof(av));
     const char *want_kind = r->kind;
+    if (t->v1)
+        snprintf(av, sizeof(av), "autoscaling/v1");
     if (t->sub != NULL && strcmp(t->sub, "scale") == 0) {
         /* a PUT of /scale carries an autoscaling/v1 Scale, not the Deployment */
         want_kind = "Scale";
@@ -361,6 +363,11 @@ static int object_body_or_reply(const ks_req_t *req, const ks_target_t *t, json_
         json_decref(*obj);
         *obj = NULL;
         return FG_EINVAL;
+    }
+    if (t->v1) { /* stored as autoscaling/v2 */
+        json_t *v2 = ks_hpa_from_v1(*obj);
+        json_decref(*obj);
+        *obj = v2;
     }
     return FG_OK;
 }
@@ -802,7 +809,9 @@ static int desired_or_reply(const ks_req_t *req, const ks_target_t *t, const ks_
                             json_t *sent, json_t **next, ks_resp_t *out) {
     bool scale = t->sub != NULL && strcmp(t->sub, "scale") == 0;
     bool is_patch = strcmp(req->method, "PATCH") == 0;
-    json_t *base = scale ? ks_scale_of(cur) : json_deep_copy(ks_obj_json(cur));
+    json_t *base = scale   ? ks_scale_of(cur)
+                   : t->v1 ? ks_hpa_to_v1(ks_obj_json(cur)) /* a v1 patch applies to v1 */
+                           : json_deep_copy(ks_obj_json(cur));
     json_t *res = NULL;
     char err[256];
     int rc = FG_OK;
@@ -824,6 +833,11 @@ static int desired_or_reply(const ks_req_t *req, const ks_target_t *t, const ks_
         ks_status_reply(out, 400, "BadRequest", "the patch is not a JSON object", NULL, NULL, NULL,
                         NULL);
         goto done;
+    }
+    if (t->v1 && is_patch) {
+        json_t *v2 = ks_hpa_from_v1(res);
+        json_decref(res);
+        res = v2;
     }
     if (scale) {
         json_t *replicas = path_get(res, "spec.replicas");
