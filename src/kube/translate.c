@@ -81,30 +81,9 @@ typedef struct {
 
 /* ---- errors and small helpers ------------------------------------------ */
 
-static const char *type_name(const json_t *j) {
-    switch (json_typeof(j)) {
-        case JSON_OBJECT:
-            return "object";
-        case JSON_ARRAY:
-            return "array";
-        case JSON_STRING:
-            return "string";
-        case JSON_INTEGER:
-            return "integer";
-        case JSON_REAL:
-            return "number";
-        case JSON_TRUE:
-        case JSON_FALSE:
-            return "boolean";
-        case JSON_NULL:
-            return "null";
-    }
-    return "?";
-}
-
 static int bad(xlate_t *x, const char *path, const char *what, const json_t *got) {
     if (got != NULL)
-        snprintf(x->err, x->errlen, "%s: %s (got %s)", path, what, type_name(got));
+        snprintf(x->err, x->errlen, "%s: %s (got %s)", path, what, fg_json_type_name(got));
     else
         snprintf(x->err, x->errlen, "%s: %s", path, what);
     return FG_EINVAL;
