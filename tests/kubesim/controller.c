@@ -89,15 +89,7 @@ static int64_t quantity(const char *q, bool milli) {
 }
 
 static json_t *jget(json_t *j, const char *path) {
-    char part[96];
-    while (j != NULL && *path != '\0') {
-        const char *dot = strchr(path, '.');
-        size_t n = dot ? (size_t)(dot - path) : strlen(path);
-        snprintf(part, sizeof(part), "%.*s", (int)n, path);
-        j = json_object_get(j, part);
-        path += n + (dot ? 1 : 0);
-    }
-    return j;
+    return ks_path_get(j, path);
 }
 
 static const char *jstr(json_t *j, const char *path) {

@@ -53,6 +53,9 @@ void ks_resource_api_version(const ks_resource_t *r, char *buf, size_t len);
 /* Index of the resource served at group/version with this plural, or -1. */
 int ks_resource_find(const char *group, const char *version, const char *plural);
 int ks_resource_by_kind(const char *kind);
+/* The member at a dotted path ("status.nodeInfo.bootID") of obj, borrowed; NULL when absent or
+ * when a step is not an object. */
+json_t *ks_path_get(const json_t *obj, const char *path);
 
 /* ---- objects and the store (store.c) ------------------------------------ */
 

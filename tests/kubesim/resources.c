@@ -50,3 +50,16 @@ int ks_resource_by_kind(const char *kind) {
     }
     return -1;
 }
+
+json_t *ks_path_get(const json_t *obj, const char *path) {
+    char part[96];
+    json_t *cur = (json_t *)obj; /* jansson's getters take const and return the member */
+    while (cur != NULL && *path != '\0') {
+        const char *dot = strchr(path, '.');
+        size_t n = dot ? (size_t)(dot - path) : strlen(path);
+        snprintf(part, sizeof(part), "%.*s", (int)n, path);
+        cur = json_object_get(cur, part);
+        path += n + (dot ? 1 : 0);
+    }
+    return cur;
+}

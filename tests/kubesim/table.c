@@ -30,16 +30,7 @@ typedef struct {
 /* ---- small readers ------------------------------------------------------------------- */
 
 static const json_t *at(const json_t *o, const char *path) {
-    char part[96];
-    const json_t *cur = o;
-    while (cur != NULL && *path != '\0') {
-        const char *dot = strchr(path, '.');
-        size_t n = dot ? (size_t)(dot - path) : strlen(path);
-        snprintf(part, sizeof(part), "%.*s", (int)n, path);
-        cur = json_object_get(cur, part);
-        path += n + (dot ? 1 : 0);
-    }
-    return cur;
+    return ks_path_get(o, path);
 }
 
 static const char *str_at(const json_t *o, const char *path) {

@@ -44,19 +44,6 @@ static void new_uid(char *buf, size_t len) {
              b[14], b[15]);
 }
 
-static json_t *path_get(json_t *obj, const char *path) {
-    char part[64];
-    json_t *cur = obj;
-    while (cur != NULL && *path != '\0') {
-        const char *dot = strchr(path, '.');
-        size_t n = dot ? (size_t)(dot - path) : strlen(path);
-        snprintf(part, sizeof(part), "%.*s", (int)n, path);
-        cur = json_object_get(cur, part);
-        path += n + (dot ? 1 : 0);
-    }
-    return cur;
-}
-
 static bool is_subdomain(const char *s) {
     size_t n = strlen(s);
     if (n == 0 || n > 253)
@@ -230,9 +217,9 @@ static int pod_spec_or_reply(const ks_target_t *t, json_t *obj, const char *name
     pod_check_t pc = {.causes = json_array()};
     fg_buf_t msg;
     int rc = FG_OK;
-    if (path == NULL || path_get(obj, path) == NULL)
+    if (path == NULL || ks_path_get(obj, path) == NULL)
         goto out;
-    check_pod_spec(&pc, path_get(obj, path), path);
+    check_pod_spec(&pc, ks_path_get(obj, path), path);
     fg_buf_init(&msg, 1 << 16);
     if (pc.decode[0] != '\0') {
         fg_buf_appendf(&msg, "%s in version \"%s\" cannot be handled as a %s: %s", r->kind,
@@ -262,7 +249,7 @@ out:
 /* 422 for a bad or missing name and missing required fields. */
 static int validate_or_reply(const ks_target_t *t, json_t *obj, ks_resp_t *out) {
     const ks_resource_t *r = &ks_resources[t->res];
-    const char *name = json_string_value(path_get(obj, "metadata.name"));
+    const char *name = json_string_value(ks_path_get(obj, "metadata.name"));
     char detail[700];
     if (name == NULL || name[0] == '\0') {
         ks_invalid_reply(out, t, "", "metadata.name", "FieldValueRequired",
@@ -280,7 +267,7 @@ static int validate_or_reply(const ks_target_t *t, json_t *obj, ks_resp_t *out) 
         if (strcmp(REQUIRED[i].kind, r->kind) != 0)
             continue;
         for (size_t j = 0; j < 3 && REQUIRED[i].paths[j] != NULL; j++) {
-            if (path_get(obj, REQUIRED[i].paths[j]) == NULL) {
+            if (ks_path_get(obj, REQUIRED[i].paths[j]) == NULL) {
                 ks_invalid_reply(out, t, name, REQUIRED[i].paths[j], "FieldValueRequired",
                                  "Required value");
                 return FG_EINVAL;
@@ -339,7 +326,7 @@ static int object_body_or_reply(const ks_req_t *req, const ks_target_t *t, json_
     }
     const char *kind = json_string_value(json_object_get(*obj, "kind"));
     const char *api = json_string_value(json_object_get(*obj, "apiVersion"));
-    const char *ns = json_string_value(path_get(*obj, "metadata.namespace"));
+    const char *ns = json_string_value(ks_path_get(*obj, "metadata.namespace"));
     const char *why = NULL;
     if (!json_is_object(*obj) || !json_is_object(json_object_get(*obj, "metadata")))
         why = "the object provided is unrecognized (must be an object with metadata)";
@@ -770,7 +757,7 @@ static int commit(ks_cluster_t *c, const ks_target_t *t, const ks_obj_t *cur, js
 
 /* The client's precondition: metadata.resourceVersion in what it sent, if any. */
 static int expected_rv(const json_t *sent, int64_t *rv) {
-    const char *s = json_string_value(path_get((json_t *)sent, "metadata.resourceVersion"));
+    const char *s = json_string_value(ks_path_get((json_t *)sent, "metadata.resourceVersion"));
     *rv = 0;
     if (s == NULL || s[0] == '\0')
         return FG_OK;
@@ -840,7 +827,7 @@ static int desired_or_reply(const ks_req_t *req, const ks_target_t *t, const ks_
         res = v2;
     }
     if (scale) {
-        json_t *replicas = path_get(res, "spec.replicas");
+        json_t *replicas = ks_path_get(res, "spec.replicas");
         json_t *dep = json_deep_copy(ks_obj_json(cur));
         if (!json_is_integer(replicas) || json_integer_value(replicas) < 0) {
             json_decref(dep);
@@ -921,7 +908,7 @@ void ks_update(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_re
     const char *name;
     if (object_body_or_reply(req, t, &sent, out) != FG_OK)
         goto out;
-    name = json_string_value(path_get(sent, "metadata.name"));
+    name = json_string_value(ks_path_get(sent, "metadata.name"));
     if (name == NULL || strcmp(name, t->name) != 0) {
         ks_status_reply(out, 400, "BadRequest",
                         "the name of the object does not match the name on the URL", NULL, NULL,
@@ -993,7 +980,7 @@ void ks_gc_free(ks_cluster_t *c) {
 
 /* The ownerReferences of obj without the one naming uid (new), or NULL when none names it. */
 static json_t *refs_without(json_t *obj, const char *uid) {
-    json_t *refs = path_get(obj, "metadata.ownerReferences"), *keep = json_array(), *ref;
+    json_t *refs = ks_path_get(obj, "metadata.ownerReferences"), *keep = json_array(), *ref;
     size_t j;
     bool named = false;
     json_array_foreach(refs, j, ref) {
@@ -1039,7 +1026,7 @@ static void collect_dependents(ks_cluster_t *c, const char *ns, const char *uid,
                 ks_obj_t *gone = NULL;
                 if (ks_store_delete(c->store, (int)res, items[i]->key, &gone) == FG_OK) {
                     const char *guid =
-                        json_string_value(path_get(ks_obj_json(gone), "metadata.uid"));
+                        json_string_value(ks_path_get(ks_obj_json(gone), "metadata.uid"));
                     if (guid != NULL)
                         collect_dependents(c, ns, guid, false, depth + 1);
                     ks_obj_unref(gone);
@@ -1138,7 +1125,7 @@ void ks_delete(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_re
         ks_not_found_reply(out, r, t->name);
         goto out;
     }
-    const char *uid = json_string_value(path_get(ks_obj_json(gone), "metadata.uid"));
+    const char *uid = json_string_value(ks_path_get(ks_obj_json(gone), "metadata.uid"));
     if (uid != NULL && t->ns != NULL)
         gc_push(c, t->res, t->ns, key, uid, false); /* dependents go in the GC's next pass */
     json_t *st = json_pack("{s:s, s:s, s:{}, s:s, s:{s:s, s:s, s:s, s:s}}", "kind", "Status",
