@@ -14,9 +14,11 @@ KS_TEST_BINS := $(KS_TEST_SRC:%.c=$(BUILD)/%)
 FG_SHARED ?= tests
 
 ALL_BINS += $(KUBESIM)
-TEST_STEPS += kubesim-check kubesim-kubectl
-# kubesim needs no Debian packages beyond the Makefile's (libmicrohttpd, jansson, libssl, check;
-# curl and python3 for kubectl_compat.sh). WebSocket framing for exec is its own (README.md).
+TEST_STEPS += kubesim-check kubesim-kubectl kubesim-python
+# Beyond the Makefile's packages (libmicrohttpd, jansson, libssl, check; curl and python3 for
+# kubectl_compat.sh), the official Kubernetes Python client for python_client.py, run with
+# the system interpreter it is installed for. WebSocket framing for exec is its own (README.md).
+DEB_PKGS += python3-kubernetes
 
 $(BUILD)/obj/$(KS_DIR)/%.o: ALL_CFLAGS += -I$(KS_DIR)
 
@@ -31,7 +33,7 @@ $(KUBESIM): $(BUILD)/obj/$(KS_DIR)/main.o $(KS_LIB) $(LIB)
 # The suites are linked by the Makefile's rule for check suites, with the simulator's archive.
 $(KS_TEST_BINS): $(KS_LIB)
 
-.PHONY: kubesim-check kubesim-check-one kubesim-kubectl kubesim-bench
+.PHONY: kubesim-check kubesim-check-one kubesim-kubectl kubesim-python kubesim-bench
 
 # The suites of this build; kubesim-check runs them here and under ASan/UBSan.
 kubesim-check-one: $(KS_TEST_BINS)
@@ -43,6 +45,10 @@ kubesim-check:
 
 kubesim-kubectl: $(KUBESIM)
 	KUBESIM=$(KUBESIM) $(KS_DIR)/kubectl_compat.sh
+
+# The official Python client (Debian's python3-kubernetes) against a fresh kubesim.
+kubesim-python: $(KUBESIM)
+	KUBESIM=$(KUBESIM) /usr/bin/python3 $(KS_DIR)/python_client.py
 
 # Not in make test: seeding 3000 nodes + 120000 pods, RSS, paged LISTs, churn (a minute or so).
 kubesim-bench: $(KUBESIM)

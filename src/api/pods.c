@@ -12,8 +12,9 @@
 static const char *const pod_phases[] = {"Pending", "Running", "Succeeded",
                                          "Failed",  "Unknown", NULL};
 /* The conditions the API shows (Pod.conditions). */
-static const char *const pod_conditions[] = {"PodScheduled", "Initialized", "ContainersReady",
-                                             "Ready", NULL};
+static const char *const pod_conditions[] = {"PodScheduled", "Initialized",      "ContainersReady",
+                                             "Ready",        "DisruptionTarget", NULL};
+static const char *const qos_classes[] = {"Guaranteed", "Burstable", "BestEffort", NULL};
 
 typedef struct {
     const rd_selector_t *selector;
@@ -67,6 +68,36 @@ static json_t *container_state(const json_t *c, const char *state) {
     return o;
 }
 
+/* The cached ports ({name, containerPort, protocol only when not TCP}) as ContainerPorts. */
+static json_t *container_ports(const json_t *list) {
+    json_t *out = json_array();
+    size_t i;
+    json_t *p;
+    json_array_foreach(list, i, p) {
+        json_int_t port = rd_int(p, "containerPort", 0);
+        if (port < 1 || port > 65535)
+            continue;
+        json_t *o = json_pack("{s:I,s:s}", "containerPort", port, "protocol",
+                              rd_str(p, "protocol") ? rd_str(p, "protocol") : "TCP");
+        if (rd_str(p, "name"))
+            json_object_set_new(o, "name", rd_string_cut(rd_str(p, "name"), 15));
+        json_array_append_new(out, o);
+    }
+    return out;
+}
+
+/* The strings of a cached IP list (podIPs, hostIPs). */
+static json_t *ip_list(const json_t *list) {
+    json_t *out = json_array();
+    size_t i;
+    json_t *ip;
+    json_array_foreach(list, i, ip) {
+        if (json_is_string(ip))
+            json_array_append(out, ip);
+    }
+    return out;
+}
+
 static json_t *containers(const json_t *list) {
     json_t *out = json_array();
     size_t i;
@@ -85,6 +116,10 @@ static json_t *containers(const json_t *list) {
             json_object_set_new(o, "lastTermination", container_state(last, "terminated"));
         if (json_is_object(json_object_get(c, "resources")))
             json_object_set_new(o, "resources", rd_resources(json_object_get(c, "resources")));
+        if (json_array_size(json_object_get(c, "ports")) > 0)
+            json_object_set_new(o, "ports", container_ports(json_object_get(c, "ports")));
+        if (rd_str(c, "imageID"))
+            json_object_set_new(o, "imageID", rd_string_cut(rd_str(c, "imageID"), 1024));
         json_array_append_new(out, o);
     }
     return out;
@@ -116,11 +151,19 @@ static json_t *present_pod(const json_t *p) {
     json_object_set_new(o, "containers", containers(json_object_get(p, "containers")));
     if (json_array_size(json_object_get(p, "initContainers")))
         json_object_set_new(o, "initContainers", containers(json_object_get(p, "initContainers")));
-    json_t *ips = json_object_get(p, "podIPs");
+    json_t *ips = ip_list(json_object_get(p, "podIPs"));
+    json_t *host_ips = ip_list(json_object_get(p, "hostIPs"));
+    if (json_array_size(host_ips) == 0 && rd_str(p, "hostIP")) /* cached before hostIPs */
+        json_array_append_new(host_ips, json_string(rd_str(p, "hostIP")));
     json_object_set_new(o, "podIP",
-                        json_is_string(json_array_get(ips, 0)) ? json_copy(json_array_get(ips, 0))
-                                                               : json_null());
-    json_object_set_new(o, "hostIP", rd_str_or_null(p, "hostIP"));
+                        json_array_size(ips) ? json_copy(json_array_get(ips, 0)) : json_null());
+    json_object_set_new(o, "hostIP",
+                        json_array_size(host_ips) ? json_copy(json_array_get(host_ips, 0))
+                                                  : json_null());
+    json_object_set_new(o, "podIPs", ips);
+    json_object_set_new(o, "hostIPs", host_ips);
+    if (in_list(rd_str(p, "qosClass"), qos_classes))
+        rd_copy(o, "qosClass", p, "qosClass");
     rd_copy(o, "version", p, "version");
     rd_copy(o, "createdAt", p, "creationTime");
     json_object_set_new(o, "startedAt", rd_str_or_null(p, "startTime"));

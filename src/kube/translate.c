@@ -59,6 +59,20 @@ typedef struct {
 #define TABLE(r)                                                                                   \
     { r, sizeof r / sizeof r[0] }
 
+/* Rows name what they hold: one macro per common shape, ROW for a converter of its own (path
+ * and arg may be NULL), designated initialisers for anything else (flags). */
+#define ROW(f, p, c, a)                                                                            \
+    { .field = (f), .path = (p), .conv = (c), .arg = (a) }
+#define STR(f, p) ROW(f, p, c_str, NULL)
+#define REQ_STR(f, p)                                                                              \
+    { .field = (f), .path = (p), .conv = c_str, .flags = REQUIRED }
+#define INT(f, p)         ROW(f, p, c_int, NULL)
+#define INT_OR(f, p, d)   ROW(f, p, c_int, &(d))           /* d: the default when absent */
+#define BOOL_OR(f, p, d)  ROW(f, p, c_bool, &(d))          /* d: the default when absent */
+#define OBJ(f, p, t)      ROW(f, p, c_object, &(t))        /* t: const table_t */
+#define LIST(f, p, spec)  ROW(f, p, c_list, &(spec))       /* spec: const list_spec_t */
+#define CONDS(f, p, spec) ROW(f, p, c_conditions, &(spec)) /* spec: const cond_spec_t */
+
 /* An array of objects, each through a sub-table. */
 typedef struct {
     table_t t;
@@ -67,30 +81,9 @@ typedef struct {
 
 /* ---- errors and small helpers ------------------------------------------ */
 
-static const char *type_name(const json_t *j) {
-    switch (json_typeof(j)) {
-        case JSON_OBJECT:
-            return "object";
-        case JSON_ARRAY:
-            return "array";
-        case JSON_STRING:
-            return "string";
-        case JSON_INTEGER:
-            return "integer";
-        case JSON_REAL:
-            return "number";
-        case JSON_TRUE:
-        case JSON_FALSE:
-            return "boolean";
-        case JSON_NULL:
-            return "null";
-    }
-    return "?";
-}
-
 static int bad(xlate_t *x, const char *path, const char *what, const json_t *got) {
     if (got != NULL)
-        snprintf(x->err, x->errlen, "%s: %s (got %s)", path, what, type_name(got));
+        snprintf(x->err, x->errlen, "%s: %s (got %s)", path, what, fg_json_type_name(got));
     else
         snprintf(x->err, x->errlen, "%s: %s", path, what);
     return FG_EINVAL;
@@ -416,6 +409,14 @@ static int c_group(xlate_t *x, const row_t *r, const json_t *v, const char *vpat
     return rc;
 }
 
+/* A sub-table applied to the same object, its fields written beside the row's (arg: const
+ * table_t *): rows shared by several kinds, such as the identity, live in one table. */
+static int c_inline(xlate_t *x, const row_t *r, const json_t *v, const char *vpath,
+                    const json_t *src, json_t *out) {
+    (void)v;
+    return apply(x, r->arg, src, vpath, out);
+}
+
 static void set_omitted(json_t *out, const char *field, size_t omitted) {
     if (omitted == 0)
         return;
@@ -622,24 +623,23 @@ static int c_container_totals(xlate_t *x, const row_t *r, const json_t *v, const
 
 /* ---- conditions -------------------------------------------------------- */
 
-typedef enum { WHEN_ALWAYS, WHEN_TRUE, WHEN_NOT_TRUE } when_t;
-
+/* The condition types a kind keeps. Each is kept whatever its status: a condition explains a
+ * state by its reason and message as much when True (PodScheduled: where and since when) as
+ * when not (Ready=False: why). */
 typedef struct {
-    const char *type;
-    when_t when;
-} cond_pick_t;
-
-typedef struct {
-    const cond_pick_t *picks;
+    const char *const *types;
     size_t n;
 } cond_spec_t;
 
+#define COND_SPEC(...)                                                                             \
+    {                                                                                              \
+        (const char *const[]){__VA_ARGS__},                                                        \
+            sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)                      \
+    }
+
 static const row_t condition_rows[] = {
-    {"type", "type", c_str, REQUIRED, NULL},
-    {"status", "status", c_str, REQUIRED, NULL},
-    {"reason", "reason", c_str, 0, NULL},
-    {"message", "message", c_str, 0, NULL},
-    {"since", "lastTransitionTime", c_str, 0, NULL},
+    REQ_STR("type", "type"),   REQ_STR("status", "status"),        STR("reason", "reason"),
+    STR("message", "message"), STR("since", "lastTransitionTime"),
 };
 static const table_t condition_table = TABLE(condition_rows);
 
@@ -662,14 +662,11 @@ static int c_conditions(xlate_t *x, const row_t *r, const json_t *v, const char 
             return bad(x, where, "not an object", c);
         }
         const char *type = map_str(c, "type");
-        const char *status = map_str(c, "status");
-        bool is_true = status != NULL && strcmp(status, "True") == 0;
         size_t k;
         for (k = 0; k < spec->n; k++)
-            if (type != NULL && strcmp(type, spec->picks[k].type) == 0)
+            if (type != NULL && strcmp(type, spec->types[k]) == 0)
                 break;
-        if (k == spec->n || (spec->picks[k].when == WHEN_TRUE && !is_true) ||
-            (spec->picks[k].when == WHEN_NOT_TRUE && is_true))
+        if (k == spec->n)
             continue;
         json_t *o = json_object();
         int rc = apply(x, &condition_table, c, where, o);
@@ -751,8 +748,8 @@ static int c_owner(xlate_t *x, const row_t *r, const json_t *v, const char *vpat
 /* ---- pods -------------------------------------------------------------- */
 
 /* A pod's app: the Deployment that owns it, read from its ReplicaSet's name ("<deployment>-
- * <pod-template-hash>"), because fleetgate's apps are Deployments; else the label
- * app.kubernetes.io/name, else the label app; else none. */
+ * <pod-template-hash>"), because fleetgate's apps are Deployments; else none. An `app` label
+ * is not an app (a DaemonSet's pods carry `app: kindnet`): it stays in the labels. */
 static int c_pod_app(xlate_t *x, const row_t *r, const json_t *v, const char *vpath,
                      const json_t *src, json_t *out) {
     (void)v, (void)vpath, (void)src;
@@ -770,11 +767,6 @@ static int c_pod_app(xlate_t *x, const row_t *r, const json_t *v, const char *vp
             return FG_OK;
         }
     }
-    const char *label = map_str(labels, "app.kubernetes.io/name");
-    if (label == NULL)
-        label = map_str(labels, "app");
-    if (label != NULL)
-        set_new(out, r->field, bounded_string(label, strlen(label)));
     return FG_OK;
 }
 
@@ -784,9 +776,8 @@ static int c_container_state(xlate_t *x, const row_t *r, const json_t *v, const 
     (void)r, (void)src;
     static const char *const states[] = {"running", "waiting", "terminated"};
     static const row_t detail_rows[] = {
-        {"reason", "reason", c_str, 0, NULL},         {"message", "message", c_str, 0, NULL},
-        {"exitCode", "exitCode", c_int, 0, NULL},     {"startedAt", "startedAt", c_str, 0, NULL},
-        {"finishedAt", "finishedAt", c_str, 0, NULL},
+        STR("reason", "reason"),       STR("message", "message"),       INT("exitCode", "exitCode"),
+        STR("startedAt", "startedAt"), STR("finishedAt", "finishedAt"),
     };
     static const table_t details = TABLE(detail_rows);
     if (v == NULL)
@@ -808,32 +799,51 @@ static int c_container_state(xlate_t *x, const row_t *r, const json_t *v, const 
 }
 
 static const row_t last_termination_rows[] = {
-    {"reason", "reason", c_str, 0, NULL},
-    {"exitCode", "exitCode", c_int, 0, NULL},
-    {"finishedAt", "finishedAt", c_str, 0, NULL},
+    STR("reason", "reason"),
+    INT("exitCode", "exitCode"),
+    STR("finishedAt", "finishedAt"),
 };
 static const table_t last_termination_table = TABLE(last_termination_rows);
 
 static const row_t resources_rows[] = {
-    {"requests", "requests", c_quantities, 0, NULL},
-    {"limits", "limits", c_quantities, 0, NULL},
+    ROW("requests", "requests", c_quantities, NULL),
+    ROW("limits", "limits", c_quantities, NULL),
 };
 static const table_t resources_table = TABLE(resources_rows);
 
+/* A string, left out when it is the API's default (arg): most ports are TCP, and a pod has
+ * several, so the cached pod stays small. */
+static int c_str_unless(xlate_t *x, const row_t *r, const json_t *v, const char *vpath,
+                        const json_t *src, json_t *out) {
+    if (json_is_string(v) && strcmp(json_string_value(v), r->arg) == 0)
+        return FG_OK;
+    return c_str(x, r, v, vpath, src, out);
+}
+
+/* A container port, named as the API's ContainerPort (protocol only when not TCP). */
+static const row_t port_rows[] = {
+    STR("name", "name"),
+    {.field = "containerPort", .path = "containerPort", .conv = c_int, .flags = REQUIRED},
+    ROW("protocol", "protocol", c_str_unless, "TCP"),
+};
+static const list_spec_t ports = {TABLE(port_rows), FG_KUBE_MAX_LIST_ITEMS};
+
 /* What a container's spec contributes. */
 static const row_t container_spec_rows[] = {
-    {"name", "name", c_str, REQUIRED, NULL},
-    {"image", "image", c_str, 0, NULL},
-    {"resources", "resources", c_object, 0, &resources_table},
+    REQ_STR("name", "name"),
+    STR("image", "image"),
+    OBJ("resources", "resources", resources_table),
+    LIST("ports", "ports", ports),
 };
 static const table_t container_spec_table = TABLE(container_spec_rows);
 
 /* What its status contributes. */
 static const row_t container_status_rows[] = {
-    {"state", "state", c_container_state, 0, NULL},
-    {"ready", "ready", c_bool, 0, &NO},
-    {"restarts", "restartCount", c_int, 0, &ZERO},
-    {"lastTermination", "lastState.terminated", c_object, 0, &last_termination_table},
+    ROW("state", "state", c_container_state, NULL),
+    STR("imageID", "imageID"), /* the digest actually running, beside the spec's image */
+    BOOL_OR("ready", "ready", NO),
+    INT_OR("restarts", "restartCount", ZERO),
+    OBJ("lastTermination", "lastState.terminated", last_termination_table),
 };
 static const table_t container_status_table = TABLE(container_status_rows);
 
@@ -927,113 +937,112 @@ static int c_restarts_total(xlate_t *x, const row_t *r, const json_t *v, const c
     return FG_OK;
 }
 
-static const cond_spec_t pod_conditions = {(const cond_pick_t[]){{"Ready", WHEN_ALWAYS},
-                                                                 {"PodScheduled", WHEN_NOT_TRUE},
-                                                                 {"DisruptionTarget", WHEN_TRUE}},
-                                           3};
+static const cond_spec_t pod_conditions =
+    COND_SPEC("PodScheduled", "Initialized", "ContainersReady", "Ready", "DisruptionTarget");
 
-/* Common rows: identity first, so every simplified object starts the same way. */
+/* Common rows, shared by every kind through sub-tables applied to the same object (c_inline):
+ * identity first, so every simplified object starts the same way, and its lifetime and labels
+ * last. */
 #define ROW_NAME                                                                                   \
-    { "name", "metadata.name", c_str, REQUIRED, NULL }
-#define ROW_PROJECT                                                                                \
-    { "project", "metadata.namespace", c_str, REQUIRED, NULL }
+    { .field = "name", .path = "metadata.name", .conv = c_str, .flags = REQUIRED }
 #define ROW_CLUSTER                                                                                \
-    { "cluster", NULL, c_origin_cluster, 0, NULL }
-#define ROW_ZONE                                                                                   \
-    { "zone", NULL, c_origin_zone, 0, NULL }
+    { .field = "cluster", .conv = c_origin_cluster }
 #define ROW_UID                                                                                    \
-    { "uid", "metadata.uid", c_str, 0, NULL }
+    { .field = "uid", .path = "metadata.uid", .conv = c_str }
 #define ROW_VERSION                                                                                \
-    { "version", "metadata.resourceVersion", c_str, REQUIRED, NULL }
-#define ROW_CREATION_TIME                                                                          \
-    { "creationTime", "metadata.creationTimestamp", c_str, 0, NULL }
-#define ROW_DELETION_TIME                                                                          \
-    { "deletionTime", "metadata.deletionTimestamp", c_str, 0, NULL }
-#define ROW_LABELS                                                                                 \
-    { "labels", "metadata.labels", c_labels, 0, NULL }
+    { .field = "version", .path = "metadata.resourceVersion", .conv = c_str, .flags = REQUIRED }
+
+static const row_t namespaced_identity_rows[] = {
+    ROW_NAME,    REQ_STR("project", "metadata.namespace"),
+    ROW_CLUSTER, {.field = "zone", .conv = c_origin_zone},
+    ROW_UID,     ROW_VERSION,
+};
+static const table_t namespaced_identity = TABLE(namespaced_identity_rows);
+
+/* Cluster-scoped kinds have no project. (Nodes have their own zone: node_rows.) */
+static const row_t cluster_identity_rows[] = {
+    ROW_NAME, ROW_CLUSTER, {.field = "zone", .conv = c_origin_zone}, ROW_UID, ROW_VERSION,
+};
+static const table_t cluster_identity = TABLE(cluster_identity_rows);
+
+static const row_t lifetime_rows[] = {
+    STR("creationTime", "metadata.creationTimestamp"),
+    STR("deletionTime", "metadata.deletionTimestamp"),
+    ROW("labels", "metadata.labels", c_labels, NULL),
+};
+static const table_t lifetime = TABLE(lifetime_rows);
+
+#define IDENTITY(t)                                                                                \
+    { .field = #t, .conv = c_inline, .arg = &(t) }
 
 static const row_t pod_rows[] = {
-    ROW_NAME,
-    ROW_PROJECT,
-    ROW_CLUSTER,
-    ROW_ZONE,
-    ROW_UID,
-    ROW_VERSION,
-    {"app", NULL, c_pod_app, 0, NULL},
-    {"jobset", NULL, c_owner, 0, "Job"},
-    {"node", "spec.nodeName", c_str, 0, NULL},
-    {"phase", "status.phase", c_str, 0, NULL},
-    {"reason", "status.reason", c_str, 0, NULL},
-    {"message", "status.message", c_str, 0, NULL},
-    {"ready", "status.conditions", c_condition_true, 0, "Ready"},
-    {"conditions", "status.conditions", c_conditions, 0, &pod_conditions},
-    {"restarts", "status.containerStatuses", c_restarts_total, 0, NULL},
-    {"containers", NULL, c_pod_containers, 0, &regular_containers},
-    {"initContainers", NULL, c_pod_containers, 0, &init_containers},
-    {"requestUnits", "spec.containers", c_container_totals, 0, "requests"},
-    {"limitUnits", "spec.containers", c_container_totals, 0, "limits"},
-    {"podIPs", "status.podIPs", c_str_list, 0, "ip"},
-    {"podIPs", "status.podIP", c_str_as_list, IF_UNSET, NULL},
-    {"hostIP", "status.hostIP", c_str, 0, NULL},
-    {"startTime", "status.startTime", c_str, 0, NULL},
-    ROW_CREATION_TIME,
-    ROW_DELETION_TIME,
-    ROW_LABELS,
+    IDENTITY(namespaced_identity),
+    ROW("app", NULL, c_pod_app, NULL),
+    ROW("jobset", NULL, c_owner, "Job"),
+    STR("node", "spec.nodeName"),
+    STR("phase", "status.phase"),
+    STR("reason", "status.reason"),
+    STR("message", "status.message"),
+    ROW("ready", "status.conditions", c_condition_true, "Ready"),
+    CONDS("conditions", "status.conditions", pod_conditions),
+    ROW("restarts", "status.containerStatuses", c_restarts_total, NULL),
+    ROW("containers", NULL, c_pod_containers, &regular_containers),
+    ROW("initContainers", NULL, c_pod_containers, &init_containers),
+    ROW("requestUnits", "spec.containers", c_container_totals, "requests"),
+    ROW("limitUnits", "spec.containers", c_container_totals, "limits"),
+    ROW("podIPs", "status.podIPs", c_str_list, "ip"),
+    {.field = "podIPs", .path = "status.podIP", .conv = c_str_as_list, .flags = IF_UNSET},
+    ROW("hostIPs", "status.hostIPs", c_str_list, "ip"),
+    {.field = "hostIPs", .path = "status.hostIP", .conv = c_str_as_list, .flags = IF_UNSET},
+    STR("qosClass", "status.qosClass"),
+    STR("startTime", "status.startTime"),
+    IDENTITY(lifetime),
 };
 
 /* ---- apps (Deployments), job sets (Jobs), cron jobs -------------------- */
 
 /* A pod template's containers, as a workload shows them. */
 static const row_t template_container_rows[] = {
-    {"name", "name", c_str, REQUIRED, NULL},
-    {"image", "image", c_str, 0, NULL},
-    {"resources", "resources", c_object, 0, &resources_table},
+    REQ_STR("name", "name"),
+    STR("image", "image"),
+    OBJ("resources", "resources", resources_table),
+    LIST("ports", "ports", ports),
 };
 static const list_spec_t template_containers = {TABLE(template_container_rows),
                                                 FG_KUBE_MAX_CONTAINERS};
 
 static const row_t replicas_rows[] = {
-    {"desired", "spec.replicas", c_int, 0, &ONE},
-    {"current", "status.replicas", c_int, 0, &ZERO},
-    {"ready", "status.readyReplicas", c_int, 0, &ZERO},
-    {"updated", "status.updatedReplicas", c_int, 0, &ZERO},
-    {"available", "status.availableReplicas", c_int, 0, &ZERO},
-    {"unavailable", "status.unavailableReplicas", c_int, 0, &ZERO},
+    INT_OR("desired", "spec.replicas", ONE),
+    INT_OR("current", "status.replicas", ZERO),
+    INT_OR("ready", "status.readyReplicas", ZERO),
+    INT_OR("updated", "status.updatedReplicas", ZERO),
+    INT_OR("available", "status.availableReplicas", ZERO),
+    INT_OR("unavailable", "status.unavailableReplicas", ZERO),
 };
 static const table_t replicas_table = TABLE(replicas_rows);
 
 static const row_t strategy_rows[] = {
-    {"type", "type", c_str, 0, NULL},
-    {"maxSurge", "rollingUpdate.maxSurge", c_int_or_str, 0, NULL},
-    {"maxUnavailable", "rollingUpdate.maxUnavailable", c_int_or_str, 0, NULL},
+    STR("type", "type"),
+    ROW("maxSurge", "rollingUpdate.maxSurge", c_int_or_str, NULL),
+    ROW("maxUnavailable", "rollingUpdate.maxUnavailable", c_int_or_str, NULL),
 };
 static const table_t strategy_table = TABLE(strategy_rows);
 
-static const cond_spec_t app_conditions = {(const cond_pick_t[]){{"Available", WHEN_ALWAYS},
-                                                                 {"Progressing", WHEN_ALWAYS},
-                                                                 {"ReplicaFailure", WHEN_TRUE}},
-                                           3};
+static const cond_spec_t app_conditions = COND_SPEC("Available", "Progressing", "ReplicaFailure");
 
 static const row_t app_rows[] = {
-    ROW_NAME,
-    ROW_PROJECT,
-    ROW_CLUSTER,
-    ROW_ZONE,
-    ROW_UID,
-    ROW_VERSION,
-    {"replicas", NULL, c_group, 0, &replicas_table},
-    {"paused", "spec.paused", c_bool, 0, &NO},
-    {"strategy", "spec.strategy", c_object, 0, &strategy_table},
-    {"containers", "spec.template.spec.containers", c_list, 0, &template_containers},
-    {"revision", "metadata.annotations", c_map_key_int, 0, "deployment.kubernetes.io/revision"},
-    {"restartedAt", "spec.template.metadata.annotations", c_map_key, 0,
-     "kubectl.kubernetes.io/restartedAt"},
-    {"generation", "metadata.generation", c_int, 0, NULL},
-    {"observedGeneration", "status.observedGeneration", c_int, 0, NULL},
-    {"conditions", "status.conditions", c_conditions, 0, &app_conditions},
-    ROW_CREATION_TIME,
-    ROW_DELETION_TIME,
-    ROW_LABELS,
+    IDENTITY(namespaced_identity),
+    ROW("replicas", NULL, c_group, &replicas_table),
+    BOOL_OR("paused", "spec.paused", NO),
+    OBJ("strategy", "spec.strategy", strategy_table),
+    LIST("containers", "spec.template.spec.containers", template_containers),
+    ROW("revision", "metadata.annotations", c_map_key_int, "deployment.kubernetes.io/revision"),
+    ROW("restartedAt", "spec.template.metadata.annotations", c_map_key,
+        "kubectl.kubernetes.io/restartedAt"),
+    INT("generation", "metadata.generation"),
+    INT("observedGeneration", "status.observedGeneration"),
+    CONDS("conditions", "status.conditions", app_conditions),
+    IDENTITY(lifetime),
 };
 
 /* A job's state in one word: Complete, Failed, Suspended, Running or Pending. */
@@ -1058,75 +1067,57 @@ static int c_job_state(xlate_t *x, const row_t *r, const json_t *v, const char *
     return FG_OK;
 }
 
-static const cond_spec_t job_conditions = {(const cond_pick_t[]){{"Complete", WHEN_TRUE},
-                                                                 {"Failed", WHEN_TRUE},
-                                                                 {"FailureTarget", WHEN_TRUE},
-                                                                 {"Suspended", WHEN_TRUE}},
-                                           4};
+static const cond_spec_t job_conditions =
+    COND_SPEC("Complete", "Failed", "FailureTarget", "Suspended");
 
 static const row_t jobset_rows[] = {
-    ROW_NAME,
-    ROW_PROJECT,
-    ROW_CLUSTER,
-    ROW_ZONE,
-    ROW_UID,
-    ROW_VERSION,
-    {"cronjob", NULL, c_owner, 0, "CronJob"},
-    {"state", NULL, c_job_state, 0, NULL},
-    {"parallelism", "spec.parallelism", c_int, 0, NULL},
-    {"completions", "spec.completions", c_int, 0, NULL},
-    {"completionMode", "spec.completionMode", c_str, 0, NULL},
-    {"backoffLimit", "spec.backoffLimit", c_int, 0, NULL},
-    {"activeDeadlineSeconds", "spec.activeDeadlineSeconds", c_int, 0, NULL},
-    {"suspend", "spec.suspend", c_bool, 0, &NO},
-    {"active", "status.active", c_int, 0, &ZERO},
-    {"ready", "status.ready", c_int, 0, &ZERO},
-    {"succeeded", "status.succeeded", c_int, 0, &ZERO},
-    {"failed", "status.failed", c_int, 0, &ZERO},
-    {"startTime", "status.startTime", c_str, 0, NULL},
-    {"completionTime", "status.completionTime", c_str, 0, NULL},
-    {"conditions", "status.conditions", c_conditions, 0, &job_conditions},
-    {"containers", "spec.template.spec.containers", c_list, 0, &template_containers},
-    ROW_CREATION_TIME,
-    ROW_DELETION_TIME,
-    ROW_LABELS,
+    IDENTITY(namespaced_identity),
+    ROW("cronjob", NULL, c_owner, "CronJob"),
+    ROW("state", NULL, c_job_state, NULL),
+    INT("parallelism", "spec.parallelism"),
+    INT("completions", "spec.completions"),
+    STR("completionMode", "spec.completionMode"),
+    INT("backoffLimit", "spec.backoffLimit"),
+    INT("activeDeadlineSeconds", "spec.activeDeadlineSeconds"),
+    BOOL_OR("suspend", "spec.suspend", NO),
+    INT_OR("active", "status.active", ZERO),
+    INT_OR("ready", "status.ready", ZERO),
+    INT_OR("succeeded", "status.succeeded", ZERO),
+    INT_OR("failed", "status.failed", ZERO),
+    STR("startTime", "status.startTime"),
+    STR("completionTime", "status.completionTime"),
+    CONDS("conditions", "status.conditions", job_conditions),
+    LIST("containers", "spec.template.spec.containers", template_containers),
+    IDENTITY(lifetime),
 };
 
 static const row_t cronjob_rows[] = {
-    ROW_NAME,
-    ROW_PROJECT,
-    ROW_CLUSTER,
-    ROW_ZONE,
-    ROW_UID,
-    ROW_VERSION,
-    {"schedule", "spec.schedule", c_str, 0, NULL},
-    {"timeZone", "spec.timeZone", c_str, 0, NULL},
-    {"suspend", "spec.suspend", c_bool, 0, &NO},
-    {"concurrencyPolicy", "spec.concurrencyPolicy", c_str, 0, NULL},
-    {"lastScheduleTime", "status.lastScheduleTime", c_str, 0, NULL},
-    {"lastSuccessfulTime", "status.lastSuccessfulTime", c_str, 0, NULL},
-    {"active", "status.active", c_str_list, 0, "name"},
-    {"containers", "spec.jobTemplate.spec.template.spec.containers", c_list, 0,
-     &template_containers},
-    ROW_CREATION_TIME,
-    ROW_DELETION_TIME,
-    ROW_LABELS,
+    IDENTITY(namespaced_identity),
+    STR("schedule", "spec.schedule"),
+    STR("timeZone", "spec.timeZone"),
+    BOOL_OR("suspend", "spec.suspend", NO),
+    STR("concurrencyPolicy", "spec.concurrencyPolicy"),
+    STR("lastScheduleTime", "status.lastScheduleTime"),
+    STR("lastSuccessfulTime", "status.lastSuccessfulTime"),
+    ROW("active", "status.active", c_str_list, "name"),
+    LIST("containers", "spec.jobTemplate.spec.template.spec.containers", template_containers),
+    IDENTITY(lifetime),
 };
 
 /* ---- scalers (HorizontalPodAutoscaler autoscaling/v2) ------------------ */
 
 static const row_t target_ref_rows[] = {
-    {"kind", "kind", c_str, 0, NULL},
-    {"name", "name", c_str, 0, NULL},
+    STR("kind", "kind"),
+    STR("name", "name"),
 };
 static const table_t target_ref_table = TABLE(target_ref_rows);
 
 /* MetricTarget and MetricValueStatus share their value fields. */
 static const row_t metric_value_rows[] = {
-    {"type", "type", c_str, 0, NULL},
-    {"averageUtilization", "averageUtilization", c_int, 0, NULL},
-    {"averageValue", "averageValue", c_str, 0, NULL},
-    {"value", "value", c_str, 0, NULL},
+    STR("type", "type"),
+    INT("averageUtilization", "averageUtilization"),
+    STR("averageValue", "averageValue"),
+    STR("value", "value"),
 };
 static const table_t metric_value_table = TABLE(metric_value_rows);
 
@@ -1137,104 +1128,89 @@ static const table_t metric_value_table = TABLE(metric_value_rows);
     "name"
 
 static const row_t metric_spec_rows[] = {
-    {"type", "type", c_str, REQUIRED, NULL},
-    {"name", METRIC_NAME_PATHS, c_str, 0, NULL},
-    {"container", "containerResource.container", c_str, 0, NULL},
-    {"object", "object.describedObject", c_object, 0, &target_ref_table},
-    {"target", "resource.target|containerResource.target|pods.target|object.target|external.target",
-     c_object, 0, &metric_value_table},
+    REQ_STR("type", "type"),
+    STR("name", METRIC_NAME_PATHS),
+    STR("container", "containerResource.container"),
+    OBJ("object", "object.describedObject", target_ref_table),
+    OBJ("target",
+        "resource.target|containerResource.target|pods.target|object.target|external.target",
+        metric_value_table),
 };
 static const list_spec_t metric_specs = {TABLE(metric_spec_rows), FG_KUBE_MAX_LIST_ITEMS};
 
 static const row_t metric_status_rows[] = {
-    {"type", "type", c_str, REQUIRED, NULL},
-    {"name", METRIC_NAME_PATHS, c_str, 0, NULL},
-    {"container", "containerResource.container", c_str, 0, NULL},
-    {"current",
-     "resource.current|containerResource.current|pods.current|object.current|external.current",
-     c_object, 0, &metric_value_table},
+    REQ_STR("type", "type"),
+    STR("name", METRIC_NAME_PATHS),
+    STR("container", "containerResource.container"),
+    OBJ("current",
+        "resource.current|containerResource.current|pods.current|object.current|external.current",
+        metric_value_table),
 };
 static const list_spec_t metric_statuses = {TABLE(metric_status_rows), FG_KUBE_MAX_LIST_ITEMS};
 
 static const row_t scaling_policy_rows[] = {
-    {"type", "type", c_str, 0, NULL},
-    {"value", "value", c_int, 0, NULL},
-    {"periodSeconds", "periodSeconds", c_int, 0, NULL},
+    STR("type", "type"),
+    INT("value", "value"),
+    INT("periodSeconds", "periodSeconds"),
 };
 static const list_spec_t scaling_policies = {TABLE(scaling_policy_rows), FG_KUBE_MAX_LIST_ITEMS};
 
 static const row_t scaling_rules_rows[] = {
-    {"stabilizationWindowSeconds", "stabilizationWindowSeconds", c_int, 0, NULL},
-    {"selectPolicy", "selectPolicy", c_str, 0, NULL},
-    {"policies", "policies", c_list, 0, &scaling_policies},
+    INT("stabilizationWindowSeconds", "stabilizationWindowSeconds"),
+    STR("selectPolicy", "selectPolicy"),
+    LIST("policies", "policies", scaling_policies),
 };
 static const table_t scaling_rules_table = TABLE(scaling_rules_rows);
 
 static const row_t behavior_rows[] = {
-    {"scaleUp", "scaleUp", c_object, 0, &scaling_rules_table},
-    {"scaleDown", "scaleDown", c_object, 0, &scaling_rules_table},
+    OBJ("scaleUp", "scaleUp", scaling_rules_table),
+    OBJ("scaleDown", "scaleDown", scaling_rules_table),
 };
 static const table_t behavior_table = TABLE(behavior_rows);
 
-static const cond_spec_t scaler_conditions = {(const cond_pick_t[]){{"AbleToScale", WHEN_ALWAYS},
-                                                                    {"ScalingActive", WHEN_ALWAYS},
-                                                                    {"ScalingLimited", WHEN_TRUE}},
-                                              3};
+static const cond_spec_t scaler_conditions =
+    COND_SPEC("AbleToScale", "ScalingActive", "ScalingLimited");
 
 static const row_t scaler_rows[] = {
-    ROW_NAME,
-    ROW_PROJECT,
-    ROW_CLUSTER,
-    ROW_ZONE,
-    ROW_UID,
-    ROW_VERSION,
-    {"target", "spec.scaleTargetRef", c_object, 0, &target_ref_table},
-    {"minReplicas", "spec.minReplicas", c_int, 0, &ONE},
-    {"maxReplicas", "spec.maxReplicas", c_int, 0, NULL},
-    {"currentReplicas", "status.currentReplicas", c_int, 0, &ZERO},
-    {"desiredReplicas", "status.desiredReplicas", c_int, 0, &ZERO},
-    {"lastScaleTime", "status.lastScaleTime", c_str, 0, NULL},
-    {"metrics", "spec.metrics", c_list, 0, &metric_specs},
-    {"currentMetrics", "status.currentMetrics", c_list, 0, &metric_statuses},
-    {"behavior", "spec.behavior", c_object, 0, &behavior_table},
-    {"conditions", "status.conditions", c_conditions, 0, &scaler_conditions},
-    ROW_CREATION_TIME,
-    ROW_DELETION_TIME,
-    ROW_LABELS,
+    IDENTITY(namespaced_identity),
+    OBJ("target", "spec.scaleTargetRef", target_ref_table),
+    INT_OR("minReplicas", "spec.minReplicas", ONE),
+    INT("maxReplicas", "spec.maxReplicas"),
+    INT_OR("currentReplicas", "status.currentReplicas", ZERO),
+    INT_OR("desiredReplicas", "status.desiredReplicas", ZERO),
+    STR("lastScaleTime", "status.lastScaleTime"),
+    LIST("metrics", "spec.metrics", metric_specs),
+    LIST("currentMetrics", "status.currentMetrics", metric_statuses),
+    OBJ("behavior", "spec.behavior", behavior_table),
+    CONDS("conditions", "status.conditions", scaler_conditions),
+    IDENTITY(lifetime),
 };
 
 /* ---- events (core/v1, with events.k8s.io/v1 names as fallbacks) -------- */
 
 static const row_t involved_rows[] = {
-    {"kind", "kind", c_str, 0, NULL},
-    {"name", "name", c_str, 0, NULL},
-    {"uid", "uid", c_str, 0, NULL},
-    {"fieldPath", "fieldPath", c_str, 0, NULL},
+    STR("kind", "kind"),
+    STR("name", "name"),
+    STR("uid", "uid"),
+    STR("fieldPath", "fieldPath"),
 };
 static const table_t involved_table = TABLE(involved_rows);
 
 static const row_t event_rows[] = {
-    ROW_NAME,
-    ROW_PROJECT,
-    ROW_CLUSTER,
-    ROW_ZONE,
-    ROW_UID,
-    ROW_VERSION,
-    {"type", "type", c_str, 0, NULL},
-    {"reason", "reason", c_str, 0, NULL},
-    {"message", "message|note", c_str, 0, NULL},
-    {"action", "action", c_str, 0, NULL},
-    {"object", "involvedObject|regarding", c_object, 0, &involved_table},
-    {"count", "count|series.count|deprecatedCount", c_int, 0, &ONE},
-    {"firstTime", "firstTimestamp|eventTime|deprecatedFirstTimestamp|metadata.creationTimestamp",
-     c_str, 0, NULL},
-    {"lastTime",
-     "lastTimestamp|series.lastObservedTime|eventTime|deprecatedLastTimestamp|"
-     "metadata.creationTimestamp",
-     c_str, 0, NULL},
-    {"source", "source.component|reportingComponent|reportingController|deprecatedSource.component",
-     c_str, 0, NULL},
-    {"sourceHost", "source.host|reportingInstance|deprecatedSource.host", c_str, 0, NULL},
+    IDENTITY(namespaced_identity),
+    STR("type", "type"),
+    STR("reason", "reason"),
+    STR("message", "message|note"),
+    STR("action", "action"),
+    OBJ("object", "involvedObject|regarding", involved_table),
+    INT_OR("count", "count|series.count|deprecatedCount", ONE),
+    STR("firstTime",
+        "firstTimestamp|eventTime|deprecatedFirstTimestamp|metadata.creationTimestamp"),
+    STR("lastTime", "lastTimestamp|series.lastObservedTime|eventTime|deprecatedLastTimestamp|"
+                    "metadata.creationTimestamp"),
+    STR("source",
+        "source.component|reportingComponent|reportingController|deprecatedSource.component"),
+    STR("sourceHost", "source.host|reportingInstance|deprecatedSource.host"),
 };
 
 /* ---- nodes ------------------------------------------------------------- */
@@ -1300,42 +1276,35 @@ static int c_address(xlate_t *x, const row_t *r, const json_t *v, const char *vp
 }
 
 static const row_t taint_rows[] = {
-    {"key", "key", c_str, 0, NULL},
-    {"value", "value", c_str, 0, NULL},
-    {"effect", "effect", c_str, 0, NULL},
+    STR("key", "key"),
+    STR("value", "value"),
+    STR("effect", "effect"),
 };
 static const list_spec_t taints = {TABLE(taint_rows), FG_KUBE_MAX_LIST_ITEMS};
 
-static const cond_spec_t node_conditions = {
-    (const cond_pick_t[]){{"Ready", WHEN_ALWAYS},
-                          {"MemoryPressure", WHEN_TRUE},
-                          {"DiskPressure", WHEN_TRUE},
-                          {"PIDPressure", WHEN_TRUE},
-                          {"NetworkUnavailable", WHEN_TRUE}},
-    5};
+static const cond_spec_t node_conditions =
+    COND_SPEC("Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable");
 
 static const row_t node_rows[] = {
     ROW_NAME,
     ROW_CLUSTER,
-    {"zone", "metadata.labels", c_node_zone, 0, NULL},
+    ROW("zone", "metadata.labels", c_node_zone, NULL),
     ROW_UID,
     ROW_VERSION,
-    {"instanceType", "metadata.labels", c_map_key, 0,
-     "node.kubernetes.io/instance-type|beta.kubernetes.io/instance-type"},
-    {"roles", "metadata.labels", c_node_roles, 0, NULL},
-    {"ready", "status.conditions", c_condition_true, 0, "Ready"},
-    {"unschedulable", "spec.unschedulable", c_bool, 0, &NO},
-    {"conditions", "status.conditions", c_conditions, 0, &node_conditions},
-    {"taints", "spec.taints", c_list, 0, &taints},
-    {"capacity", "status.capacity", c_quantities, 0, NULL},
-    {"capacityUnits", "status.capacity", c_units, 0, NULL},
-    {"allocatable", "status.allocatable", c_quantities, 0, NULL},
-    {"allocatableUnits", "status.allocatable", c_units, 0, NULL},
-    {"internalIP", "status.addresses", c_address, 0, "InternalIP"},
-    {"kubeletVersion", "status.nodeInfo.kubeletVersion", c_str, 0, NULL},
-    ROW_CREATION_TIME,
-    ROW_DELETION_TIME,
-    ROW_LABELS,
+    ROW("instanceType", "metadata.labels", c_map_key,
+        "node.kubernetes.io/instance-type|beta.kubernetes.io/instance-type"),
+    ROW("roles", "metadata.labels", c_node_roles, NULL),
+    ROW("ready", "status.conditions", c_condition_true, "Ready"),
+    BOOL_OR("unschedulable", "spec.unschedulable", NO),
+    CONDS("conditions", "status.conditions", node_conditions),
+    LIST("taints", "spec.taints", taints),
+    ROW("capacity", "status.capacity", c_quantities, NULL),
+    ROW("capacityUnits", "status.capacity", c_units, NULL),
+    ROW("allocatable", "status.allocatable", c_quantities, NULL),
+    ROW("allocatableUnits", "status.allocatable", c_units, NULL),
+    ROW("internalIP", "status.addresses", c_address, "InternalIP"),
+    STR("kubeletVersion", "status.nodeInfo.kubeletVersion"),
+    IDENTITY(lifetime),
 };
 
 /* ---- projects (Namespaces) --------------------------------------------- */
@@ -1413,19 +1382,28 @@ static int c_ns_quota(xlate_t *x, const row_t *r, const json_t *v, const char *v
 }
 
 static const row_t project_rows[] = {
-    ROW_NAME,
-    ROW_CLUSTER,
-    ROW_ZONE,
-    ROW_UID,
-    ROW_VERSION,
-    {"phase", "status.phase", c_str, 0, NULL},
-    {"quota", "metadata.annotations", c_ns_quota, 0, NULL},
-    ROW_CREATION_TIME,
-    ROW_DELETION_TIME,
-    ROW_LABELS,
+    IDENTITY(cluster_identity),
+    STR("phase", "status.phase"),
+    ROW("quota", "metadata.annotations", c_ns_quota, NULL),
+    IDENTITY(lifetime),
 };
 
 /* ---- the kinds --------------------------------------------------------- */
+
+/* One row per kind: fleetgate's name, the Kubernetes kind, where it is listed, whether it is
+ * namespaced, the apiVersion prefixes accepted (group "" = core "v1"; alt: another or NULL) and
+ * its table. */
+enum { CLUSTER_SCOPED = false, NAMESPACED = true };
+#define KIND(k, fg_name, k8s, prefix, res, scope, group, alt, rows)                                \
+    [k] = {.info = {.kind = (k),                                                                   \
+                    .name = (fg_name),                                                             \
+                    .k8s_kind = (k8s),                                                             \
+                    .api_prefix = (prefix),                                                        \
+                    .resource = (res),                                                             \
+                    .namespaced = (scope)},                                                        \
+           .api_group = (group),                                                                   \
+           .api_group_alt = (alt),                                                                 \
+           .table = TABLE(rows)}
 
 static const struct {
     fg_kube_kind_info_t info;
@@ -1433,40 +1411,20 @@ static const struct {
     const char *api_group_alt;
     table_t table;
 } kinds[FG_KIND_COUNT] = {
-    [FG_KIND_POD] = {{FG_KIND_POD, "pod", "Pod", "/api/v1", "pods", true},
-                     "v1",
-                     NULL,
-                     TABLE(pod_rows)},
-    [FG_KIND_APP] = {{FG_KIND_APP, "app", "Deployment", "/apis/apps/v1", "deployments", true},
-                     "apps/",
-                     NULL,
-                     TABLE(app_rows)},
-    [FG_KIND_JOBSET] = {{FG_KIND_JOBSET, "jobset", "Job", "/apis/batch/v1", "jobs", true},
-                        "batch/",
-                        NULL,
-                        TABLE(jobset_rows)},
-    [FG_KIND_CRONJOB] = {{FG_KIND_CRONJOB, "cronjob", "CronJob", "/apis/batch/v1", "cronjobs",
-                          true},
-                         "batch/",
-                         NULL,
-                         TABLE(cronjob_rows)},
-    [FG_KIND_SCALER] = {{FG_KIND_SCALER, "scaler", "HorizontalPodAutoscaler",
-                         "/apis/autoscaling/v2", "horizontalpodautoscalers", true},
-                        "autoscaling/v2",
-                        NULL,
-                        TABLE(scaler_rows)},
-    [FG_KIND_EVENT] = {{FG_KIND_EVENT, "event", "Event", "/api/v1", "events", true},
-                       "v1",
-                       "events.k8s.io/",
-                       TABLE(event_rows)},
-    [FG_KIND_NODE] = {{FG_KIND_NODE, "node", "Node", "/api/v1", "nodes", false},
-                      "v1",
-                      NULL,
-                      TABLE(node_rows)},
-    [FG_KIND_PROJECT] = {{FG_KIND_PROJECT, "project", "Namespace", "/api/v1", "namespaces", false},
-                         "v1",
-                         NULL,
-                         TABLE(project_rows)},
+    KIND(FG_KIND_POD, "pod", "Pod", "/api/v1", "pods", NAMESPACED, "v1", NULL, pod_rows),
+    KIND(FG_KIND_APP, "app", "Deployment", "/apis/apps/v1", "deployments", NAMESPACED, "apps/",
+         NULL, app_rows),
+    KIND(FG_KIND_JOBSET, "jobset", "Job", "/apis/batch/v1", "jobs", NAMESPACED, "batch/", NULL,
+         jobset_rows),
+    KIND(FG_KIND_CRONJOB, "cronjob", "CronJob", "/apis/batch/v1", "cronjobs", NAMESPACED, "batch/",
+         NULL, cronjob_rows),
+    KIND(FG_KIND_SCALER, "scaler", "HorizontalPodAutoscaler", "/apis/autoscaling/v2",
+         "horizontalpodautoscalers", NAMESPACED, "autoscaling/v2", NULL, scaler_rows),
+    KIND(FG_KIND_EVENT, "event", "Event", "/api/v1", "events", NAMESPACED, "v1", "events.k8s.io/",
+         event_rows),
+    KIND(FG_KIND_NODE, "node", "Node", "/api/v1", "nodes", CLUSTER_SCOPED, "v1", NULL, node_rows),
+    KIND(FG_KIND_PROJECT, "project", "Namespace", "/api/v1", "namespaces", CLUSTER_SCOPED, "v1",
+         NULL, project_rows),
 };
 
 const fg_kube_kind_info_t *fg_kube_kind_info(fg_kind_t kind) {

@@ -173,14 +173,18 @@ static int64_t ks_objects(int i, const char *resource) {
     return v;
 }
 
+/* A pod of app `app`: owned (controller) by the ReplicaSet "<app>-h1" of the Deployment <app>,
+ * as fleetgate reads a pod's app (an `app` label alone is not one). */
 static void create_pod(int i, const char *ns, const char *name, const char *app) {
-    char path[160], body[512];
+    char path[160], body[768];
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
-    snprintf(
-        body, sizeof body,
-        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"labels\":"
-        "{\"app\":\"%s\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"nginx:1\"}]}}",
-        name, app);
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"labels\":"
+             "{\"app\":\"%s\",\"pod-template-hash\":\"h1\"},\"ownerReferences\":[{\"apiVersion\":"
+             "\"apps/v1\",\"kind\":\"ReplicaSet\",\"name\":\"%s-h1\",\"uid\":\"rs-%s\","
+             "\"controller\":true}]},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"
+             "\"nginx:1\"}]}}",
+             name, app, app, app);
     ck_assert_int_eq(ks_call(i, FG_KUBE_POST, path, body), 201);
 }
 
@@ -559,7 +563,9 @@ START_TEST(every_event_type_applied) {
     /* MODIFIED: a pod moves to another app, a deployment scales (kubesim's controller, when it
      * has one, makes and removes pods of the deployment meanwhile) */
     ck_assert_int_eq(ks_call(0, FG_KUBE_PATCH, "/api/v1/namespaces/solo-ns/pods/solo-1",
-                             "{\"metadata\":{\"labels\":{\"app\":\"solo2\"}}}"),
+                             "{\"metadata\":{\"ownerReferences\":[{\"apiVersion\":\"apps/v1\","
+                             "\"kind\":\"ReplicaSet\",\"name\":\"solo2-h1\",\"uid\":\"rs-solo2\","
+                             "\"controller\":true}]}}"),
                      200);
     ck_assert_int_eq(ks_call(0, FG_KUBE_PATCH, "/apis/apps/v1/namespaces/" NS "/deployments/web",
                              "{\"spec\":{\"replicas\":5}}"),

@@ -42,6 +42,7 @@ int ks_cluster_new(const char *name, const char *region, const char *zone, const
     c->port = port;
     c->bookmark_ms = bookmark_ms;
     pthread_mutex_init(&c->admin_mu, NULL);
+    pthread_mutex_init(&c->gc_mu, NULL);
     c->faults.error_status = 503;
     c->timing =
         (ks_timing_t){.start_ms = 0, .run_ms = 0, .heartbeat_ms = 10000, .log_lines_per_sec = 1.0};
@@ -56,8 +57,10 @@ void ks_cluster_free(ks_cluster_t *c) {
         return;
     ks_churn_stop(c);
     ks_ctrl_stop(c);
+    ks_gc_free(c);
     ks_store_free(c->store);
     pthread_mutex_destroy(&c->admin_mu);
+    pthread_mutex_destroy(&c->gc_mu);
     free(c->name);
     free(c->region);
     free(c->zone);

@@ -89,15 +89,7 @@ static int64_t quantity(const char *q, bool milli) {
 }
 
 static json_t *jget(json_t *j, const char *path) {
-    char part[96];
-    while (j != NULL && *path != '\0') {
-        const char *dot = strchr(path, '.');
-        size_t n = dot ? (size_t)(dot - path) : strlen(path);
-        snprintf(part, sizeof(part), "%.*s", (int)n, path);
-        j = json_object_get(j, part);
-        path += n + (dot ? 1 : 0);
-    }
-    return j;
+    return ks_path_get(j, path);
 }
 
 static const char *jstr(json_t *j, const char *path) {
@@ -178,6 +170,24 @@ static int merge_patch(ks_cluster_t *c, const char *prefix, json_t *o, const cha
              jstr(o, "metadata.name"), sub);
     int code = api(c, "PATCH", path, "application/merge-patch+json", patch, manager, NULL);
     json_decref(patch);
+    return code;
+}
+
+/* Writes the whole status of o (stolen) with a PUT of its status subresource, which replaces
+ * it as on a real server: a member the controller no longer sets (a Deployment's
+ * unavailableReplicas, a finished Job's active) goes away instead of staying from an earlier
+ * merge. Unconditional (no resourceVersion): the controller computed it from the latest pass. */
+static int replace_status(ks_cluster_t *c, const char *prefix, json_t *o, const char *plural,
+                          json_t *status, const char *manager) {
+    char path[512];
+    json_t *body = json_deep_copy(o);
+    obj_path(path, sizeof(path), prefix, jstr(o, "metadata.namespace"), plural,
+             jstr(o, "metadata.name"), "status");
+    json_object_del(json_object_get(body, "metadata"), "resourceVersion");
+    json_object_del(json_object_get(body, "metadata"), "managedFields");
+    json_object_set_new(body, "status", status);
+    int code = api(c, "PUT", path, "application/json", body, manager, NULL);
+    json_decref(body);
     return code;
 }
 
@@ -266,6 +276,16 @@ static json_t *node_conditions(const char *ts, const char *since) {
                      "message", "kubelet is posting ready status");
 }
 
+/* A stable 32-hex-digit id for node i of a cluster (machineID, systemUUID, bootID). */
+static void node_id(const char *cluster, long long i, char *buf, size_t len) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const char *p = cluster; *p != '\0'; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    h = (h ^ (uint64_t)i) * 1099511628211ull;
+    snprintf(buf, len, "%016llx%016llx", (unsigned long long)h,
+             (unsigned long long)(h * 1099511628211ull));
+}
+
 static void create_nodes(ks_cluster_t *c, const ks_node_spec_t *spec) {
     char ts[32], name[128], cpu[32], mem[32], pods[16], gpus[16], ip[24], zone[64];
     now_ts(c, ts, sizeof(ts));
@@ -296,6 +316,18 @@ static void create_nodes(ks_cluster_t *c, const ks_node_spec_t *spec) {
             "nodeInfo", "kubeletVersion", "v1.32.0", "containerRuntimeVersion",
             "containerd://1.7.22", "osImage", "Debian GNU/Linux 12 (bookworm)", "operatingSystem",
             "linux", "architecture", "amd64");
+        /* the rest of nodeInfo: every member is required by typed clients (the Python client's
+         * V1NodeSystemInfo refuses a missing bootID) */
+        char id[40];
+        node_id(c->name, i, id, sizeof(id));
+        json_t *info = json_object_get(json_object_get(node, "status"), "nodeInfo");
+        json_object_set_new(info, "machineID", json_string(id));
+        json_object_set_new(info, "systemUUID", json_string(id));
+        json_object_set_new(info, "bootID", json_string(id));
+        json_object_set_new(info, "kernelVersion", json_string("6.1.0-27-cloud-amd64"));
+        json_object_set_new(info, "kubeProxyVersion", json_string("v1.32.0"));
+        json_object_set_new(json_object_get(node, "status"), "daemonEndpoints",
+                            json_pack("{s:{s:i}}", "kubeletEndpoint", "Port", 10250));
         json_decref(capacity);
         json_t *created = NULL;
         json_t *status = json_incref(json_object_get(node, "status"));
@@ -538,6 +570,57 @@ static bool runs_to_end(json_t *p) {
            annotation(p, "kubesim.io/run-ms") != NULL;
 }
 
+/* The exit status a container's command would give, read from what is simulable without
+ * running it: `true` 0, `false` 1, and for a shell script (sh|bash -c SCRIPT, in command or
+ * args) the last `exit N` in it; anything else 0. */
+static int64_t container_exit_code(json_t *ctr) {
+    json_t *argv = json_array();
+    size_t i;
+    json_t *a;
+    int64_t code = 0;
+    json_array_extend(argv, jget(ctr, "command"));
+    json_array_extend(argv, jget(ctr, "args"));
+    const char *prog = json_string_value(json_array_get(argv, 0));
+    const char *base = prog ? strrchr(prog, '/') : NULL;
+    base = base ? base + 1 : prog;
+    if (base != NULL && strcmp(base, "false") == 0)
+        code = 1;
+    if (base != NULL && (strcmp(base, "sh") == 0 || strcmp(base, "bash") == 0)) {
+        json_array_foreach(argv, i, a) {
+            const char *arg = json_string_value(a);
+            if (i == 0 || arg == NULL || strcmp(arg, "-c") != 0)
+                continue;
+            const char *script = json_string_value(json_array_get(argv, i + 1)) ?: "";
+            for (const char *e = strstr(script, "exit"); e != NULL; e = strstr(e + 4, "exit")) {
+                const char *d = e + 4;
+                size_t n;
+                int64_t v;
+                while (*d == ' ' || *d == '\t')
+                    d++;
+                n = strspn(d, "0123456789");
+                if ((e == script || strchr(" \t;&|(\n", e[-1]) != NULL) && n > 0 && n < 10 &&
+                    fg_parse_int64(d, n, 0, INT32_MAX, &v) == FG_OK)
+                    code = v % 256;
+            }
+            break;
+        }
+    }
+    json_decref(argv);
+    return code;
+}
+
+/* The pod's exit status: the first container whose command fails, else 0. */
+static int64_t command_exit_code(json_t *p) {
+    size_t i;
+    json_t *ctr;
+    json_array_foreach(jget(p, "spec.containers"), i, ctr) {
+        int64_t code = container_exit_code(ctr);
+        if (code != 0)
+            return code;
+    }
+    return 0;
+}
+
 static void kubelet(ks_cluster_t *c, json_t *p, const snap_t *nodes, int64_t now) {
     const char *phase = jstr(p, "status.phase") ?: "Pending";
     const char *nn = jstr(p, "spec.nodeName");
@@ -562,6 +645,8 @@ static void kubelet(ks_cluster_t *c, json_t *p, const snap_t *nodes, int64_t now
         fg_parse_int64(run, strlen(run), 0, INT32_MAX, &run_ms);
     if (code != NULL)
         fg_parse_int64(code, strlen(code), 0, 255, &exit_code);
+    else
+        exit_code = command_exit_code(p);
     int64_t started = parse_ts(jstr(p, "status.startTime"));
     if (started >= 0 && now >= started + run_ms)
         finish_pod(c, p, (int)exit_code);
@@ -603,6 +688,8 @@ static json_t *pod_from_template(json_t *tmpl, json_t *owner, const char *api_ve
 }
 
 static void reconcile_rs(ks_cluster_t *c, json_t *rs, const snap_t *pods) {
+    if (jget(rs, "metadata.deletionTimestamp") != NULL)
+        return; /* being deleted (orphan finalizer): the GC finishes it */
     json_t **mine = fg_xcalloc(pods->n + 1, sizeof(*mine));
     size_t n = owned(pods, rs, "ReplicaSet", mine, pods->n), active = 0, ready = 0;
     char path[512], msg[400];
@@ -678,9 +765,71 @@ static int64_t int_or_percent(json_t *v, int64_t replicas, bool round_up, int64_
     return round_up ? (replicas * pct + 99) / 100 : replicas * pct / 100;
 }
 
+static void strip_nulls(json_t *j) {
+    const char *k;
+    json_t *v;
+    void *tmp;
+    size_t i;
+    if (json_is_object(j)) {
+        json_object_foreach_safe(j, tmp, k, v) {
+            if (json_is_null(v))
+                json_object_del(j, k);
+            else
+                strip_nulls(v);
+        }
+    } else if (json_is_array(j)) {
+        json_array_foreach(j, i, v) strip_nulls(v);
+    }
+}
+
+/* A pod template without what does not make two templates different (new reference): the
+ * pod-template-hash label and null members (a client's `creationTimestamp: null`), as the
+ * deployment controller's EqualIgnoreHash compares them. */
+static json_t *canonical_template(json_t *tmpl) {
+    json_t *t = json_is_object(tmpl) ? json_deep_copy(tmpl) : json_object();
+    strip_nulls(t);
+    json_t *meta = json_object_get(t, "metadata");
+    json_object_del(json_object_get(meta, "labels"), "pod-template-hash");
+    if (json_object_size(json_object_get(meta, "labels")) == 0)
+        json_object_del(meta, "labels");
+    if (json_object_size(meta) == 0)
+        json_object_del(t, "metadata");
+    return t;
+}
+
+static bool same_template(json_t *a, json_t *b) {
+    json_t *ca = canonical_template(a), *cb = canonical_template(b);
+    bool eq = json_equal(ca, cb);
+    json_decref(ca);
+    json_decref(cb);
+    return eq;
+}
+
+/* The deployment.kubernetes.io/revision annotation of o (0 when absent). */
+static int64_t revision_of(json_t *o) {
+    const char *s = json_string_value(
+        json_object_get(jget(o, "metadata.annotations"), "deployment.kubernetes.io/revision"));
+    int64_t v = 0;
+    if (s == NULL || fg_parse_int64(s, strlen(s), 0, INT64_MAX, &v) != FG_OK)
+        return 0;
+    return v;
+}
+
+static void set_revision(ks_cluster_t *c, json_t *o, const char *plural, int64_t rev) {
+    char text[24];
+    snprintf(text, sizeof(text), "%lld", (long long)rev);
+    merge_patch(c, "/apis/apps/v1", o, plural, NULL,
+                json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
+                          "deployment.kubernetes.io/revision", text),
+                MANAGER_CM);
+}
+
+/* The hash of the canonical template (key order and nulls do not change it). */
 static void template_hash(json_t *tmpl, char *out, size_t len) {
-    size_t n = 0;
-    char *s = fg_json_dumps(tmpl, &n);
+    json_t *canon = canonical_template(tmpl);
+    char *s = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS);
+    size_t n = s ? strlen(s) : 0;
+    json_decref(canon);
     uint64_t h = 1469598103934665603ULL;
     for (size_t i = 0; i < n; i++)
         h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
@@ -706,10 +855,10 @@ static void scale_rs(ks_cluster_t *c, json_t *dep, json_t *rs, int64_t to) {
 }
 
 static void create_rs(ks_cluster_t *c, json_t *dep, const char *hash, int64_t replicas,
-                      size_t revision) {
+                      int64_t revision) {
     char name[300], path[512], rev[24], msg[400];
     snprintf(name, sizeof(name), "%.240s-%s", jstr(dep, "metadata.name"), hash);
-    snprintf(rev, sizeof(rev), "%zu", revision);
+    snprintf(rev, sizeof(rev), "%lld", (long long)revision);
     json_t *tmpl = json_deep_copy(jget(dep, "spec.template"));
     json_t *tmeta = json_object_get(tmpl, "metadata");
     if (tmeta == NULL) {
@@ -743,6 +892,8 @@ static void create_rs(ks_cluster_t *c, json_t *dep, const char *hash, int64_t re
 }
 
 static void reconcile_deployment(ks_cluster_t *c, json_t *dep, const snap_t *rss) {
+    if (jget(dep, "metadata.deletionTimestamp") != NULL)
+        return; /* being deleted (orphan finalizer): the GC finishes it */
     char hash[16], ts[32];
     json_t **mine = fg_xcalloc(rss->n + 1, sizeof(*mine));
     size_t n = owned(rss, dep, "Deployment", mine, rss->n);
@@ -760,10 +911,16 @@ static void reconcile_deployment(ks_cluster_t *c, json_t *dep, const snap_t *rss
         unavail = 1;
     template_hash(jget(dep, "spec.template"), hash, sizeof(hash));
     json_t *new_rs = NULL;
-    int64_t total = 0, old_total = 0, available = 0, ready = 0, status_replicas = 0;
+    int64_t total = 0, old_total = 0, available = 0, ready = 0, status_replicas = 0, maxrev = 0;
     for (size_t i = 0; i < n; i++) {
-        const char *h = jstr(mine[i], "metadata.labels.pod-template-hash");
-        if (h != NULL && strcmp(h, hash) == 0)
+        if (revision_of(mine[i]) > maxrev)
+            maxrev = revision_of(mine[i]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        /* the ReplicaSet whose template is the Deployment's, whatever its name: a rollback
+         * (kubectl rollout undo) brings an old template back and reuses its ReplicaSet */
+        if (new_rs == NULL &&
+            same_template(jget(dep, "spec.template"), jget(mine[i], "spec.template")))
             new_rs = mine[i];
         else
             old_total += jint(mine[i], "spec.replicas", 0);
@@ -780,8 +937,11 @@ static void reconcile_deployment(ks_cluster_t *c, json_t *dep, const snap_t *rss
                                 : (replicas + surge - total > 0 ? replicas + surge - total : 0);
             if (start > replicas)
                 start = replicas;
-            create_rs(c, dep, hash, start, n + 1);
+            create_rs(c, dep, hash, start, maxrev + 1);
+            maxrev++;
         } else {
+            if (revision_of(new_rs) < maxrev) /* reused: it becomes the newest revision */
+                set_revision(c, new_rs, "replicasets", ++maxrev);
             int64_t cur = jint(new_rs, "spec.replicas", 0);
             int64_t target = cur;
             if (cur > replicas)
@@ -812,6 +972,8 @@ static void reconcile_deployment(ks_cluster_t *c, json_t *dep, const snap_t *rss
             }
         }
     }
+    if (!paused && maxrev > 0 && revision_of(dep) != maxrev)
+        set_revision(c, dep, "deployments", maxrev);
     int64_t updated = new_rs ? jint(new_rs, "status.replicas", 0) : 0;
     int64_t gen = jint(dep, "metadata.generation", 1);
     bool complete = updated == replicas && status_replicas == replicas && available == replicas;
@@ -820,8 +982,12 @@ static void reconcile_deployment(ks_cluster_t *c, json_t *dep, const snap_t *rss
                           : complete ? "NewReplicaSetAvailable"
                                      : "ReplicaSetUpdated";
     char pmsg[400];
-    snprintf(pmsg, sizeof(pmsg), "ReplicaSet \"%s-%s\" %s.", jstr(dep, "metadata.name"), hash,
-             complete ? "has successfully progressed" : "is progressing");
+    if (new_rs != NULL)
+        snprintf(pmsg, sizeof(pmsg), "ReplicaSet \"%s\" %s.", jstr(new_rs, "metadata.name"),
+                 complete ? "has successfully progressed" : "is progressing");
+    else
+        snprintf(pmsg, sizeof(pmsg), "ReplicaSet \"%s-%s\" %s.", jstr(dep, "metadata.name"), hash,
+                 complete ? "has successfully progressed" : "is progressing");
     json_t *conds = json_pack(
         "[{s:s, s:s, s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s, s:s, s:s}]", "type", "Available",
         "status", available >= replicas - unavail ? "True" : "False", "lastUpdateTime", ts,
@@ -849,7 +1015,9 @@ static void reconcile_deployment(ks_cluster_t *c, json_t *dep, const snap_t *rss
         if (status_replicas > available)
             json_object_set_new(json_object_get(st, "status"), "unavailableReplicas",
                                 json_integer(status_replicas - available));
-        merge_patch(c, "/apis/apps/v1", dep, "deployments", "status", st, MANAGER_CM);
+        replace_status(c, "/apis/apps/v1", dep, "deployments",
+                       json_incref(json_object_get(st, "status")), MANAGER_CM);
+        json_decref(st);
     } else {
         json_decref(conds);
     }
@@ -872,7 +1040,9 @@ static bool job_finished(json_t *job) {
 
 static void reconcile_job(ks_cluster_t *c, json_t *job, const snap_t *pods) {
     char ts[32], path[512], msg[400];
-    if (job_finished(job) || json_is_true(jget(job, "spec.suspend")))
+    /* a Job being deleted (orphan finalizer) makes no more pods, as the job controller */
+    if (job_finished(job) || json_is_true(jget(job, "spec.suspend")) ||
+        jget(job, "metadata.deletionTimestamp") != NULL)
         return;
     json_t **mine = fg_xcalloc(pods->n + 1, sizeof(*mine));
     size_t n = owned(pods, job, "Job", mine, pods->n);
@@ -891,9 +1061,9 @@ static void reconcile_job(ks_cluster_t *c, json_t *job, const snap_t *pods) {
     int64_t backoff = jint(job, "spec.backoffLimit", 6);
     now_ts(c, ts, sizeof(ts));
     const char *start = jstr(job, "status.startTime");
-    json_t *status =
-        json_pack("{s:s, s:I, s:I, s:I}", "startTime", start ? start : ts, "succeeded",
-                  (json_int_t)succeeded, "failed", (json_int_t)failed, "ready", (json_int_t)0);
+    json_t *status = json_pack("{s:s, s:I, s:I, s:I, s:i, s:{}}", "startTime", start ? start : ts,
+                               "succeeded", (json_int_t)succeeded, "failed", (json_int_t)failed,
+                               "ready", (json_int_t)0, "terminating", 0, "uncountedTerminatedPods");
     if (succeeded >= completions) {
         json_object_set_new(status, "completionTime", json_string(ts));
         json_object_set_new(status, "conditions",
@@ -953,8 +1123,7 @@ static void reconcile_job(ks_cluster_t *c, json_t *job, const snap_t *pods) {
                    jint(job, "status.failed", -1) != failed ||
                    json_object_get(status, "conditions") != NULL || start == NULL;
     if (changed)
-        merge_patch(c, "/apis/batch/v1", job, "jobs", "status",
-                    json_pack("{s:o}", "status", status), MANAGER_CM);
+        replace_status(c, "/apis/batch/v1", job, "jobs", status, MANAGER_CM);
     else
         json_decref(status);
     free(mine);
@@ -1090,6 +1259,7 @@ static void expire_events(ks_cluster_t *c, int64_t now) {
 void ks_ctrl_tick(ks_cluster_t *c) {
     snap_t nodes, pods, rss, deps, jobs, cjs;
     int64_t now = ks_now_ms(c);
+    ks_gc_run(c);
     snap(c, "Node", &nodes);
     snap(c, "CronJob", &cjs);
     for (size_t i = 0; i < cjs.n; i++)

@@ -33,8 +33,20 @@ static json_t *sub_entry(const ks_resource_t *r, const char *sub, const char *gr
     return e;
 }
 
+/* The versions a group is served in beyond its stored one (convert.c): autoscaling/v1. */
+static const char *extra_version(const char *group) {
+    return strcmp(group, "autoscaling") == 0 ? "v1" : NULL;
+}
+
 static json_t *resource_list(const char *group, const char *version) {
     char gv[64];
+    const char *extra = extra_version(group);
+    if (extra != NULL && strcmp(version, extra) == 0) { /* the stored kinds, in this version */
+        json_t *l = resource_list(group, "v2");
+        if (l != NULL)
+            json_object_set_new(l, "groupVersion", json_string("autoscaling/v1"));
+        return l;
+    }
     if (group[0] == '\0')
         snprintf(gv, sizeof(gv), "%s", version);
     else
@@ -83,8 +95,16 @@ static json_t *group_list(void) {
         char gv[64];
         ks_resource_api_version(r, gv, sizeof(gv));
         json_t *ver = json_pack("{s:s, s:s}", "groupVersion", gv, "version", r->version);
-        json_array_append_new(groups, json_pack("{s:s, s:[O], s:o}", "name", r->group, "versions",
-                                                ver, "preferredVersion", json_deep_copy(ver)));
+        json_t *group = json_pack("{s:s, s:[O], s:o}", "name", r->group, "versions", ver,
+                                  "preferredVersion", json_deep_copy(ver));
+        const char *extra = extra_version(r->group);
+        if (extra != NULL) {
+            char egv[64];
+            snprintf(egv, sizeof(egv), "%s/%s", r->group, extra);
+            json_array_append_new(json_object_get(group, "versions"),
+                                  json_pack("{s:s, s:s}", "groupVersion", egv, "version", extra));
+        }
+        json_array_append_new(groups, group);
         json_decref(ver);
     }
     return json_pack("{s:s, s:s, s:o}", "kind", "APIGroupList", "apiVersion", "v1", "groups",
@@ -145,8 +165,15 @@ static json_t *openapi_gv(const char *gp_query) {
 }
 
 int ks_discovery(ks_cluster_t *c, const ks_req_t *req, ks_resp_t *out) {
-    const char *p = req->path;
-    char group[64], version[64];
+    char path[256], group[64], version[64];
+    size_t n = strlen(req->path);
+    /* "/apis/" is "/apis" (the Python client asks with the slash; the API server answers both) */
+    if (n >= sizeof(path))
+        return FG_ENOENT;
+    snprintf(path, sizeof(path), "%s", req->path);
+    if (n > 1 && path[n - 1] == '/')
+        path[n - 1] = '\0';
+    const char *p = path;
     if (strcmp(p, "/version") == 0) {
         ks_json_reply(out, 200,
                       json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "major", "1",

@@ -385,11 +385,6 @@ out:
 
 /* ---- the request ----------------------------------------------------------------- */
 
-static bool flag(const ks_req_t *req, const char *key) {
-    const char *v = ks_req_query(req, key);
-    return v != NULL && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
-}
-
 static bool offered(const char *list, const char *proto) {
     size_t n = strlen(proto);
     for (const char *p = list; p != NULL && *p != '\0';) {
@@ -452,10 +447,10 @@ void ks_pod_exec(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_
                         NULL, NULL, NULL, NULL);
         goto out;
     }
-    e->in = flag(req, "stdin");
-    e->out = flag(req, "stdout");
-    e->err = flag(req, "stderr");
-    e->tty = flag(req, "tty");
+    e->in = ks_req_flag(req, "stdin");
+    e->out = ks_req_flag(req, "stdout");
+    e->err = ks_req_flag(req, "stderr");
+    e->tty = ks_req_flag(req, "tty");
     e->v5 = strcmp(proto, "v5.channel.k8s.io") == 0;
     e->pod = fg_xstrdup(t->name);
     out->code = 101;

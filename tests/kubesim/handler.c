@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "ks.h"
 
@@ -15,6 +16,11 @@ const char *ks_req_query(const ks_req_t *req, const char *key) {
             return req->values[i] ? req->values[i] : "";
     }
     return NULL;
+}
+
+bool ks_req_flag(const ks_req_t *req, const char *key) {
+    const char *v = ks_req_query(req, key);
+    return v != NULL && strcmp(v, "0") != 0 && strcasecmp(v, "false") != 0;
 }
 
 static bool authorized(const ks_cluster_t *c, const ks_req_t *req) {
@@ -56,9 +62,15 @@ static size_t split_path(char *buf, char **segs) {
     return n;
 }
 
-/* Resolves segs (after the group/version) into t. FG_OK or FG_ENOENT. */
+/* Resolves segs (after the group/version) into t. FG_OK or FG_ENOENT. autoscaling/v1 is the
+ * stored autoscaling/v2 HPA, converted (t->v1). */
 static int resolve(const char *group, const char *version, char **segs, size_t n, ks_target_t *t) {
     memset(t, 0, sizeof(*t));
+    if (strcmp(group, "autoscaling") == 0 && strcmp(version, "v1") == 0) {
+        int rc = resolve(group, "v2", segs, n, t);
+        t->v1 = true;
+        return rc;
+    }
     if (n >= 3 && strcmp(segs[0], "namespaces") == 0) {
         int res = ks_resource_find(group, version, segs[2]);
         if (res >= 0 && ks_resources[res].namespaced) {
@@ -95,8 +107,7 @@ static void dispatch(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t,
     const char *m = req->method;
     if (t->name == NULL) {
         if (strcmp(m, "GET") == 0) {
-            const char *w = ks_req_query(req, "watch");
-            if (w != NULL && (strcmp(w, "true") == 0 || strcmp(w, "1") == 0))
+            if (ks_req_flag(req, "watch"))
                 ks_watch_start(c, req, t, out);
             else
                 ks_list(c, req, t, out);
@@ -129,11 +140,9 @@ static ks_verb_t verb_of(const ks_req_t *req, const ks_target_t *t) {
                  {"PATCH", KS_VERB_PATCH},
                  {"DELETE", KS_VERB_DELETE}};
     if (strcmp(req->method, "GET") == 0) {
-        const char *w = ks_req_query(req, "watch");
         if (t->name != NULL)
             return KS_VERB_GET;
-        return w != NULL && (strcmp(w, "true") == 0 || strcmp(w, "1") == 0) ? KS_VERB_WATCH
-                                                                            : KS_VERB_LIST;
+        return ks_req_flag(req, "watch") ? KS_VERB_WATCH : KS_VERB_LIST;
     }
     for (size_t i = 0; i < sizeof(VERBS) / sizeof(VERBS[0]); i++) {
         if (strcmp(req->method, VERBS[i].method) == 0)
@@ -169,6 +178,8 @@ static void route(ks_cluster_t *c, const ks_req_t *req, ks_resp_t *out, bool ext
         goto out;
     }
     dispatch(c, req, &t, out);
+    if (t.v1 && out->watch == NULL)
+        ks_v1_reply(out);
 out:
     free(buf);
 }

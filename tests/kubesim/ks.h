@@ -53,6 +53,9 @@ void ks_resource_api_version(const ks_resource_t *r, char *buf, size_t len);
 /* Index of the resource served at group/version with this plural, or -1. */
 int ks_resource_find(const char *group, const char *version, const char *plural);
 int ks_resource_by_kind(const char *kind);
+/* The member at a dotted path ("status.nodeInfo.bootID") of obj, borrowed; NULL when absent or
+ * when a step is not an object. */
+json_t *ks_path_get(const json_t *obj, const char *path);
 
 /* ---- objects and the store (store.c) ------------------------------------ */
 
@@ -180,12 +183,18 @@ typedef struct {
     const char *authorization; /* the Authorization header, may be NULL */
     const char *ws_key;        /* Sec-WebSocket-Key (an upgrade request), may be NULL */
     const char *ws_protocol;   /* Sec-WebSocket-Protocol offered, may be NULL */
+    const char *accept;        /* the Accept header, may be NULL */
     const char *body;
     size_t body_len;
 } ks_req_t;
 
 /* Value of query parameter key, or NULL. */
 const char *ks_req_query(const ks_req_t *req, const char *key);
+
+/* A boolean query flag read as the API server reads every one (apimachinery's
+ * Convert_Slice_string_To_bool): absent, "0" or any case of "false" is false; anything else,
+ * "True", "t" and the empty value included, is true. */
+bool ks_req_flag(const ks_req_t *req, const char *key);
 
 typedef struct ks_watch ks_watch_t;
 
@@ -253,6 +262,7 @@ typedef struct {
 
 typedef struct ks_churn ks_churn_t;
 typedef struct ks_ctrl ks_ctrl_t;
+typedef struct ks_gc_item ks_gc_item_t;
 
 typedef struct {
     char *name;
@@ -273,6 +283,9 @@ typedef struct {
     ks_timing_t timing;
     ks_ctrl_t *ctrl;
     int64_t clock_offset_s; /* added to the controller's wall clock (tests move time) */
+    /* the garbage collector's work (write.c): owners deleted since its last pass */
+    pthread_mutex_t gc_mu;
+    ks_gc_item_t *gc;
 } ks_cluster_t;
 
 /* A cluster with an empty store holding the namespaces every cluster has (default, kube-system,
@@ -323,6 +336,17 @@ int ks_seed(ks_cluster_t *c, const char *ns, int64_t nodes, int64_t pods);
 void ks_churn_set(ks_cluster_t *c, int64_t per_minute, const char *ns);
 void ks_churn_stop(ks_cluster_t *c);
 
+/* ---- server-side printing (table.c) --------------------------------------- */
+
+/* Whether the client asked for a meta.k8s.io Table (Accept: ...;as=Table;g=meta.k8s.io). */
+bool ks_wants_table(const ks_req_t *req);
+/* An empty Table (new reference) of resource res at resourceVersion rv; columnDefinitions are
+ * null without with_columns (watch events after the first, as a real server sends them). */
+json_t *ks_table_new(int res, const char *rv, bool with_columns);
+/* Appends obj's row; include is ?includeObject= (NULL/"Metadata", "Object" or "None"). */
+void ks_table_add_row(json_t *table, int res, const json_t *obj, const char *include,
+                      int64_t now_ms);
+
 /* ---- Status errors (status.c) ------------------------------------------- */
 
 /* Fills out with a Failure Status. name/kind/group may be NULL; causes (stolen) may be NULL. */
@@ -345,7 +369,16 @@ typedef struct {
     const char *ns;   /* NULL for cluster-scoped or all namespaces */
     const char *name; /* NULL for collections */
     const char *sub;  /* "status", "scale" or NULL */
+    bool v1;          /* autoscaling/v1: the stored v2 HPA converted in and out (convert.c) */
 } ks_target_t;
+
+/* ---- autoscaling/v1 (convert.c) ------------------------------------------- */
+
+/* An autoscaling/v2 HPA as autoscaling/v1, and back (new references). */
+json_t *ks_hpa_to_v1(const json_t *v2);
+json_t *ks_hpa_from_v1(const json_t *v1);
+/* Converts a successful answer's HPA or HPA list in out to autoscaling/v1. */
+void ks_v1_reply(ks_resp_t *out);
 
 void ks_get(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp_t *out);
 void ks_list(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp_t *out);
@@ -378,6 +411,14 @@ void ks_create(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_re
 void ks_update(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp_t *out);
 void ks_patch(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp_t *out);
 void ks_delete(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp_t *out);
+
+/* The garbage collector's pass (kube-controller-manager's, run by the controller thread):
+ * deletes the dependents of owners deleted since the last pass (background propagation) and
+ * finishes the deletion of owners held by the `orphan` finalizer (their dependents lose the
+ * owner reference, then the owner goes). Without controllers nothing collects, as in a cluster
+ * without a controller manager. */
+void ks_gc_run(ks_cluster_t *c);
+void ks_gc_free(ks_cluster_t *c);
 
 /* Patch application: FG_OK with *out a new object, or FG_EINVAL with err filled. */
 int ks_merge_patch(const json_t *target, const json_t *patch, json_t **out);

@@ -71,6 +71,10 @@ if echo "$out" | grep -q "deployments.*deploy.*apps/v1.*true.*Deployment" &&
    echo "$out" | grep -q "horizontalpodautoscalers.*hpa.*autoscaling/v2"; then ok "api-resources"
 else bad "api-resources" "$out"; fi
 
+out=$("${K[@]}" api-versions 2>&1)
+if echo "$out" | grep -qx "autoscaling/v1" && echo "$out" | grep -qx "autoscaling/v2"; then ok "api-versions lists autoscaling/v1 and v2"
+else bad "api-versions lists autoscaling/v1 and v2" "$out"; fi
+
 out=$("${K[@]}" get namespaces 2>&1)
 if echo "$out" | grep -q "^kube-system"; then ok "get namespaces"; else bad "get namespaces" "$out"; fi
 
@@ -87,6 +91,12 @@ else bad "create twice is AlreadyExists" "$out"; fi
 
 out=$("${K[@]}" get pods 2>&1)
 if echo "$out" | grep -q "^p1 "; then ok "get"; else bad "get" "$out"; fi
+
+# server-side printing: the columns of the Table a real server sends
+out=$("${K[@]}" get pods 2>&1)
+if echo "$out" | head -1 | grep -qE "^NAME +READY +STATUS +RESTARTS +AGE$" &&
+   echo "$out" | grep -qE "^p1 +[01]/1 +(Pending|Running) +0 +[0-9]+s$"; then ok "get pods prints the Table's columns"
+else bad "get pods prints the Table's columns" "$out"; fi
 
 out=$("${K[@]}" get pod p1 -o json 2>&1)
 if echo "$out" | grep -q '"kind": "Pod"' && echo "$out" | grep -q '"uid":' &&
@@ -211,6 +221,53 @@ YAML
 out=$(timeout 20 "${K[@]}" wait --for=condition=complete job/once --timeout 15s 2>&1)
 if echo "$out" | grep -q "condition met"; then ok "job runs to completion"; else bad "job runs to completion" "$out"; fi
 
+out=$("${K[@]}" get pods -l app=live -o wide 2>&1)
+if echo "$out" | head -1 | grep -qE "^NAME +READY +STATUS +RESTARTS +AGE +IP +NODE +NOMINATED NODE +READINESS GATES$" &&
+   echo "$out" | grep -qE "^live-[a-z0-9]+-[a-z0-9]+ +1/1 +Running +0 +[0-9]+[smh]+ +10\.244\.[0-9.]+ +cluster-1-worker-[0-9]+ "; then
+    ok "get pods -o wide prints IP and NODE"
+else bad "get pods -o wide prints IP and NODE" "$out"; fi
+
+out=$("${K[@]}" get events 2>&1)
+if echo "$out" | head -1 | grep -qE "^LAST SEEN +TYPE +REASON +OBJECT +MESSAGE$" &&
+   echo "$out" | grep -qE "Normal +Scheduled +pod/live-[a-z0-9-]+ +Successfully assigned"; then
+    ok "get events prints LAST SEEN, TYPE, REASON, OBJECT, MESSAGE"
+else bad "get events prints LAST SEEN, TYPE, REASON, OBJECT, MESSAGE" "$(echo "$out" | head -5)"; fi
+
+out=$("${K[@]}" get deploy live 2>&1)
+if echo "$out" | grep -qE "^live +2/2 +2 +2 +[0-9]+"; then ok "get deploy prints READY UP-TO-DATE AVAILABLE"
+else bad "get deploy prints READY UP-TO-DATE AVAILABLE" "$out"; fi
+
+out=$("${K[@]}" describe pod "$pod" 2>&1)
+if echo "$out" | grep -qE "Normal +Scheduled +[0-9a-z]+ +default-scheduler +Successfully assigned default/$pod" &&
+   echo "$out" | grep -qE "Normal +Started +"; then ok "describe pod shows its events"
+else bad "describe pod shows its events" "$(echo "$out" | tail -8)"; fi
+
+out=$("${K[@]}" events --for deploy/live 2>&1)
+if echo "$out" | grep -q "ScalingReplicaSet" && ! echo "$out" | grep -q "Scheduled"; then ok "events --for deploy/live"
+else bad "events --for deploy/live" "$out"; fi
+
+# rollout undo brings the first template back on its own ReplicaSet (no third one), revision 3
+"${K[@]}" rollout undo deployment/live >/dev/null 2>&1
+out=$(timeout 30 "${K[@]}" rollout status deployment/live --timeout 25s 2>&1)
+rs=$("${K[@]}" get rs -l app=live -o jsonpath='{range .items[*]}{.metadata.annotations.deployment\.kubernetes\.io/revision}:{.spec.replicas} {end}' 2>&1)
+rev=$("${K[@]}" get deploy live -o jsonpath='{.metadata.annotations.deployment\.kubernetes\.io/revision} {.spec.template.spec.containers[0].image}' 2>&1)
+if echo "$out" | grep -q 'successfully rolled out' && [ "$(echo $rs | wc -w)" = "2" ] &&
+   echo " $rs" | grep -q " 3:2" && echo " $rs" | grep -q " 2:0" && [ "$rev" = "3 nginx:1.25" ]; then
+    ok "rollout undo reuses the old ReplicaSet (revision 3)"
+else bad "rollout undo reuses the old ReplicaSet" "$out / rs: $rs / deploy: $rev"; fi
+
+out=$("${K[@]}" scale deployment live --current-replicas=2 --replicas=3 2>&1)
+out2=$("${K[@]}" scale deployment live --current-replicas=2 --replicas=4 2>&1)
+rep=$("${K[@]}" get deploy live -o jsonpath='{.spec.replicas}' 2>&1)
+if [ "$out" = "deployment.apps/live scaled" ] && echo "$out2" | grep -q "Expected replicas to be 2, was 3" &&
+   [ "$rep" = "3" ]; then ok "scale --current-replicas (PUT of a Scale, precondition)"
+else bad "scale --current-replicas" "$out / $out2 / $rep"; fi
+
+# what kubesim cannot decode it says so truthfully (kubectl create deployment sends protobuf)
+out=$("${K[@]}" create namespace pb 2>&1)
+if echo "$out" | grep -q "accepted media types include: application/json$"; then ok "protobuf 415 names only JSON"
+else bad "protobuf 415 names only JSON" "$out"; fi
+
 out=$("${K[@]}" get events --field-selector metadata.namespace=default -o jsonpath='{range .items[*]}{.reason} {end}' 2>&1)
 miss=""
 for r in Scheduled Pulled Created Started SuccessfulCreate ScalingReplicaSet Killing Completed; do
@@ -232,7 +289,7 @@ rc=$?
 if [ "$rc" != "0" ]; then ok "fault: down"; else bad "fault: down" "$out"; fi
 "${A[@]}" -X POST "$U/faults" -d '{}' >/dev/null
 out=$("${K[@]}" get pods -l app=live -o name 2>&1)
-if [ "$(echo "$out" | grep -c pod/)" = "2" ]; then ok "fault: back up"; else bad "fault: back up" "$out"; fi
+if [ "$(echo "$out" | grep -c pod/)" = "3" ]; then ok "fault: back up"; else bad "fault: back up" "$out"; fi
 
 ( timeout 10 "${K[@]}" get --raw '/api/v1/pods?watch=1' >"$tmp/cut" 2>&1; echo "rc=$?" >>"$tmp/cut" ) &
 wpid=$!

@@ -183,10 +183,6 @@ static int query_int_or_reply(const ks_req_t *req, const char *key, int64_t *v, 
     return FG_OK;
 }
 
-static bool is_true(const char *v) {
-    return v != NULL && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || v[0] == '\0');
-}
-
 /* The container named by ?container=, or the only one; NULL with a 400 in out. */
 static const char *container_or_reply(const ks_req_t *req, json_t *p, const char *pod,
                                       ks_resp_t *out) {
@@ -228,8 +224,8 @@ void ks_pod_log(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_r
     log_t *l = NULL;
     char msg[512];
     int64_t tail = -1, since = -1, limit = -1, start = 0, end = -1;
-    bool previous = is_true(ks_req_query(req, "previous"));
-    bool follow = is_true(ks_req_query(req, "follow"));
+    bool previous = ks_req_flag(req, "previous");
+    bool follow = ks_req_flag(req, "follow");
     if (ks_store_get(c->store, t->res, key, &o) != FG_OK) {
         ks_not_found_reply(out, &ks_resources[t->res], t->name);
         goto out;
@@ -266,7 +262,7 @@ void ks_pod_log(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_r
     l->lps = c->timing.log_lines_per_sec;
     if (rate != NULL && fg_parse_int64(rate, strlen(rate), 0, 100000, &lps_i) == FG_OK)
         l->lps = (double)lps_i;
-    l->timestamps = is_true(ks_req_query(req, "timestamps"));
+    l->timestamps = ks_req_flag(req, "timestamps");
     l->limit = limit >= 0 ? limit : -1;
     l->restarts = (int)json_integer_value(json_object_get(cs, "restartCount"));
     int64_t now = ks_now_ms(c);

@@ -79,8 +79,35 @@ void ks_too_large_reply(ks_resp_t *out, int64_t asked, int64_t current) {
     }
 }
 
+/* The Table of a list (its items) or of one object, from the JSON text about to be sent;
+ * the list's metadata (resourceVersion, continue, remainingItemCount) is kept. */
+static void table_reply(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t,
+                        const char *text, size_t len, bool is_list, ks_resp_t *out) {
+    json_t *j = NULL;
+    if (fg_json_load(text, len, &j, NULL, 0) != FG_OK) {
+        ks_status_reply(out, 500, "InternalError", "cannot print the answer as a Table", NULL, NULL,
+                        NULL, NULL);
+        return;
+    }
+    const char *rv =
+        json_string_value(json_object_get(json_object_get(j, "metadata"), "resourceVersion"));
+    json_t *table = ks_table_new(t->res, rv, true);
+    const char *include = ks_req_query(req, "includeObject");
+    int64_t now = ks_now_ms(c);
+    if (is_list) {
+        size_t i;
+        json_t *it;
+        json_object_update(json_object_get(table, "metadata"), json_object_get(j, "metadata"));
+        json_array_foreach(json_object_get(j, "items"), i, it)
+            ks_table_add_row(table, t->res, it, include, now);
+    } else {
+        ks_table_add_row(table, t->res, j, include, now);
+    }
+    json_decref(j);
+    ks_json_reply(out, 200, table);
+}
+
 void ks_get(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp_t *out) {
-    (void)req;
     const ks_resource_t *r = &ks_resources[t->res];
     ks_obj_t *o = NULL;
     char *key = ks_key(t->ns, t->name);
@@ -95,6 +122,13 @@ void ks_get(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp_
     out->code = 200;
     out->content_type = "application/json";
     out->body = ks_obj_full_json(o, &out->len);
+    if (ks_wants_table(req)) {
+        char *text = out->body;
+        size_t len = out->len;
+        out->body = NULL;
+        table_reply(c, req, t, text, len, false, out);
+        free(text);
+    }
 out:
     ks_obj_unref(o);
     free(key);
@@ -355,6 +389,10 @@ void ks_list(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_resp
     fg_buf_append(&b, "},\"items\":[", 11);
     fg_buf_append(&b, ib.data ? ib.data : "", ib.len);
     fg_buf_append(&b, "]}", 2);
+    if (ks_wants_table(req)) {
+        table_reply(c, req, t, b.data, b.len, true, out);
+        goto out;
+    }
     out->code = 200;
     out->content_type = "application/json";
     out->body = fg_buf_steal(&b, &out->len);

@@ -10,7 +10,11 @@ const ks_resource_t ks_resources[] = {
     {"", "v1", "Node", "nodes", "node", false, "no", "subdomain", true, false, ""},
     {"", "v1", "Pod", "pods", "pod", true, "po", "subdomain", true, false,
      "status.phase,spec.nodeName"},
-    {"", "v1", "Event", "events", "event", true, "ev", "subdomain", false, false, ""},
+    {"", "v1", "Event", "events", "event", true, "ev", "subdomain", false, false,
+     /* what kubectl describe and kubectl events --for send */
+     "involvedObject.kind,involvedObject.namespace,involvedObject.name,involvedObject.uid,"
+     "involvedObject.apiVersion,involvedObject.resourceVersion,involvedObject.fieldPath,reason,"
+     "type,reportingComponent"},
     {"apps", "v1", "Deployment", "deployments", "deployment", true, "deploy", "subdomain", true,
      true, ""},
     {"apps", "v1", "ReplicaSet", "replicasets", "replicaset", true, "rs", "subdomain", true, false,
@@ -45,4 +49,17 @@ int ks_resource_by_kind(const char *kind) {
             return (int)i;
     }
     return -1;
+}
+
+json_t *ks_path_get(const json_t *obj, const char *path) {
+    char part[96];
+    json_t *cur = (json_t *)obj; /* jansson's getters take const and return the member */
+    while (cur != NULL && *path != '\0') {
+        const char *dot = strchr(path, '.');
+        size_t n = dot ? (size_t)(dot - path) : strlen(path);
+        snprintf(part, sizeof(part), "%.*s", (int)n, path);
+        cur = json_object_get(cur, part);
+        path += n + (dot ? 1 : 0);
+    }
+    return cur;
 }

@@ -205,6 +205,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         .path = url,
         .content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type"),
         .user_agent = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "User-Agent"),
+        .accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept"),
         .authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"),
         .ws_key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Key"),
         .ws_protocol = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Protocol"),

@@ -28,12 +28,17 @@ struct ks_watch {
     int64_t expired_asked; /* > -1: send the 410 ERROR for this RV, then end */
     bool done;
     int cut_gen; /* the cluster's cut-watches generation at the start */
+    bool table;  /* the client asked for Tables (kubectl get -w) */
+    bool v1;     /* autoscaling/v1: objects converted from the stored v2 */
+    bool table_columns_sent;
+    char *include_object; /* ?includeObject= for Table rows, may be NULL */
 };
 
 void ks_watch_free(ks_watch_t *w) {
     if (w == NULL)
         return;
     free(w->ns);
+    free(w->include_object);
     ks_selector_free(w->labels);
     ks_selector_free(w->fields);
     ks_objs_free(w->initial, w->ninitial);
@@ -56,9 +61,35 @@ static bool matches(const ks_watch_t *w, const ks_obj_t *o) {
     return ok;
 }
 
-static void append_event(fg_buf_t *b, const char *type, const ks_obj_t *o) {
+/* The event's object: the stored object, or for a Table watch a Table of its one row (the
+ * column definitions only in the first event, as the API server's watch encoder sends them). */
+static void append_event(ks_watch_t *w, fg_buf_t *b, const char *type, const ks_obj_t *o) {
     size_t len = 0;
     char *full = ks_obj_full_json(o, &len);
+    if (w->v1 && !w->table) {
+        json_t *j = NULL;
+        if (fg_json_load(full, len, &j, NULL, 0) == FG_OK) {
+            json_t *conv = ks_hpa_to_v1(j);
+            free(full);
+            full = fg_json_dumps(conv, &len);
+            json_decref(conv);
+            json_decref(j);
+        }
+    }
+    if (w->table) {
+        json_t *j = NULL;
+        char rv[24];
+        snprintf(rv, sizeof(rv), "%lld", (long long)o->rv);
+        if (fg_json_load(full, len, &j, NULL, 0) == FG_OK) {
+            json_t *t = ks_table_new(w->res, rv, !w->table_columns_sent);
+            ks_table_add_row(t, w->res, j, w->include_object, ks_now_ms(w->c));
+            w->table_columns_sent = true;
+            free(full);
+            full = fg_json_dumps(t, &len);
+            json_decref(t);
+            json_decref(j);
+        }
+    }
     fg_buf_appendf(b, "{\"type\":\"%s\",\"object\":", type);
     fg_buf_append(b, full, len);
     fg_buf_append(b, "}\n", 2);
@@ -94,10 +125,6 @@ static void append_expired(fg_buf_t *b, int64_t asked, int64_t oldest) {
     json_decref(st);
 }
 
-static bool is_true(const char *v) {
-    return v != NULL && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
-}
-
 static int watch_options_or_reply(const ks_req_t *req, const ks_target_t *t, ks_resp_t *out) {
     const char *match = ks_req_query(req, "resourceVersionMatch");
     const char *sie = ks_req_query(req, "sendInitialEvents");
@@ -128,7 +155,11 @@ void ks_watch_start(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, 
     w->res = t->res;
     w->ns = t->ns ? fg_xstrdup(t->ns) : NULL;
     w->expired_asked = -1;
-    w->bookmarks = is_true(ks_req_query(req, "allowWatchBookmarks"));
+    w->bookmarks = ks_req_flag(req, "allowWatchBookmarks");
+    w->table = ks_wants_table(req);
+    w->v1 = t->v1;
+    if (ks_req_query(req, "includeObject") != NULL)
+        w->include_object = fg_xstrdup(ks_req_query(req, "includeObject"));
     if (rv != NULL && rv[0] == '\0')
         rv = NULL;
     if (watch_options_or_reply(req, t, out) != FG_OK ||
@@ -142,7 +173,7 @@ void ks_watch_start(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, 
         goto fail;
     }
     /* Initial state: sendInitialEvents=true, or (legacy) RV unset or "0" without the parameter. */
-    bool initial = sie != NULL ? is_true(sie) : start == 0;
+    bool initial = sie != NULL ? ks_req_flag(req, "sendInitialEvents") : start == 0;
     if (initial) {
         int64_t list_rv = 0;
         int64_t cur = ks_store_rv(c->store);
@@ -173,26 +204,26 @@ fail:
     ks_watch_free(w);
 }
 
-static void append_change(const ks_watch_t *w, fg_buf_t *b, const ks_event_t *e) {
+static void append_change(ks_watch_t *w, fg_buf_t *b, const ks_event_t *e) {
     bool now = matches(w, e->obj);
     bool before = e->prev != NULL && matches(w, e->prev);
     switch (e->type) {
         case KS_ADDED:
             if (now)
-                append_event(b, "ADDED", e->obj);
+                append_event(w, b, "ADDED", e->obj);
             break;
         case KS_MODIFIED:
             /* a change in or out of the selection reads as ADDED / DELETED, as the cacher does */
             if (now && before)
-                append_event(b, "MODIFIED", e->obj);
+                append_event(w, b, "MODIFIED", e->obj);
             else if (now)
-                append_event(b, "ADDED", e->obj);
+                append_event(w, b, "ADDED", e->obj);
             else if (before)
-                append_event(b, "DELETED", e->obj);
+                append_event(w, b, "DELETED", e->obj);
             break;
         case KS_DELETED:
             if (before)
-                append_event(b, "DELETED", e->obj);
+                append_event(w, b, "DELETED", e->obj);
             break;
     }
 }
@@ -213,7 +244,7 @@ int ks_watch_next(ks_watch_t *w, fg_buf_t *b, int wait_ms) {
         for (size_t k = 0; k < BATCH && w->next_initial < w->ninitial; k++, w->next_initial++) {
             ks_obj_t *o = w->initial[w->next_initial];
             if (matches(w, o))
-                append_event(b, "ADDED", o);
+                append_event(w, b, "ADDED", o);
         }
         return FG_OK;
     }

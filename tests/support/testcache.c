@@ -131,7 +131,7 @@ char *tc_pod_json(const char *project, const char *cluster, const char *zone, co
         labels = json_object();
     json_t *o = json_pack(
         "{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:s,s:b,s:I,s:[{s:s,s:s,s:s,s:s}],"
-        "s:[{s:s,s:s,s:{s:{s:s,s:s}},s:s,s:s,s:b,s:I}],s:[s],s:s,s:s}",
+        "s:[{s:s,s:s,s:{s:{s:s,s:s}},s:s,s:s,s:b,s:I}],s:[s],s:[s],s:s,s:s}",
         "name", name, "project", project, "cluster", cluster, "zone", zone, "uid", "u-1", "version",
         version, "creationTime", "2026-11-22T10:00:00Z", "labels", labels, "node", "node-1",
         "phase", phase, "ready", strcmp(phase, "Running") == 0, "restarts", (json_int_t)0,
@@ -140,8 +140,8 @@ char *tc_pod_json(const char *project, const char *cluster, const char *zone, co
         "main", "image", "registry.test/web:1.4.2", "resources", "requests", "cpu", "250m",
         "memory", "128Mi", "state", strcmp(phase, "Running") == 0 ? "running" : "waiting",
         "startedAt", "2026-11-22T10:00:04Z", "ready", strcmp(phase, "Running") == 0, "restarts",
-        (json_int_t)0, "podIPs", "10.1.2.3", "hostIP", "192.168.0.10", "startTime",
-        "2026-11-22T10:00:01Z");
+        (json_int_t)0, "podIPs", "10.1.2.3", "hostIPs", "192.168.0.10", "qosClass", "Burstable",
+        "startTime", "2026-11-22T10:00:01Z");
     if (app)
         json_object_set_new(o, "app", json_string(app));
     char *s = fg_json_dumps(o, NULL);

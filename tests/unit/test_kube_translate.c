@@ -607,9 +607,13 @@ START_TEST(unschedulable_and_crashlooping_pods) {
         "\"state\":{\"waiting\":{\"reason\":\"CrashLoopBackOff\",\"message\":\"back-off 5m0s\"}},"
         "\"lastState\":{\"terminated\":{\"reason\":\"Error\",\"exitCode\":137,"
         "\"finishedAt\":\"2026-01-01T00:00:00Z\"}}}]}}");
-    ck_assert_str_eq(json_string_value(json_object_get(p, "app")), "web");
+    /* an `app` label without an owning Deployment is a label, not an app */
+    ck_assert_ptr_null(json_object_get(p, "app"));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(p, "labels"), "app")),
+                     "web");
     ck_assert_int_eq(json_integer_value(json_object_get(p, "restarts")), 7);
-    ck_assert_uint_eq(json_array_size(json_object_get(p, "conditions")), 1); /* Ready only */
+    /* conditions are kept whatever their status: PodScheduled=True says it was placed */
+    ck_assert_uint_eq(json_array_size(json_object_get(p, "conditions")), 2);
     const json_t *m = json_array_get(json_object_get(p, "containers"), 0);
     ck_assert_str_eq(json_string_value(json_object_get(m, "state")), "waiting");
     ck_assert_str_eq(json_string_value(json_object_get(m, "reason")), "CrashLoopBackOff");
@@ -620,6 +624,50 @@ START_TEST(unschedulable_and_crashlooping_pods) {
     ck_assert_ptr_null(json_object_get(p, "requestUnits"));
     ck_assert_str_eq(json_string_value(json_array_get(json_object_get(p, "podIPs"), 0)),
                      "10.0.0.9");
+    json_decref(p);
+}
+END_TEST
+
+/* What a developer needs of a running pod: the ports each container listens on (protocol only
+ * when not TCP), the QoS class, every pod and host IP (dual stack), the image digest running,
+ * and the app only when a Deployment owns the pod (through its ReplicaSet). */
+START_TEST(pod_ports_qos_ips_image_id_and_owned_app) {
+    json_t *p = translate_text(
+        FG_KIND_POD,
+        "{\"metadata\":{\"name\":\"web-6d4f9-x2\",\"namespace\":\"a\",\"resourceVersion\":\"1\","
+        "\"labels\":{\"app\":\"frontend\",\"pod-template-hash\":\"6d4f9\"},\"ownerReferences\":[{"
+        "\"apiVersion\":\"apps/v1\",\"kind\":\"ReplicaSet\",\"name\":\"web-6d4f9\",\"uid\":\"u\","
+        "\"controller\":true}]},\"spec\":{\"containers\":[{\"name\":\"main\",\"image\":\"web:1\","
+        "\"ports\":[{\"name\":\"http\",\"containerPort\":8080,\"protocol\":\"TCP\"},{"
+        "\"containerPort\":53,\"protocol\":\"UDP\"}]}]},\"status\":{\"phase\":\"Running\","
+        "\"qosClass\":\"Guaranteed\",\"podIP\":\"10.0.0.9\",\"podIPs\":[{\"ip\":\"10.0.0.9\"},{"
+        "\"ip\":\"fd00::9\"}],\"hostIP\":\"192.168.0.2\",\"hostIPs\":[{\"ip\":\"192.168.0.2\"},{"
+        "\"ip\":\"fd00:1::2\"}],\"containerStatuses\":[{\"name\":\"main\",\"ready\":true,"
+        "\"restartCount\":0,\"imageID\":\"docker.io/library/web@sha256:abc\",\"state\":{"
+        "\"running\":{\"startedAt\":\"2026-01-01T00:00:00Z\"}}}]}}");
+    ck_assert_str_eq(json_string_value(json_object_get(p, "app")), "web");
+    ck_assert_str_eq(json_string_value(json_object_get(p, "qosClass")), "Guaranteed");
+    ck_assert_uint_eq(json_array_size(json_object_get(p, "podIPs")), 2);
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(p, "hostIPs"), 1)),
+                     "fd00:1::2");
+    const json_t *m = json_array_get(json_object_get(p, "containers"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(m, "imageID")),
+                     "docker.io/library/web@sha256:abc");
+    const json_t *ports = json_object_get(m, "ports");
+    ck_assert_uint_eq(json_array_size(ports), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(ports, 0), "containerPort")),
+                     8080);
+    ck_assert_ptr_null(json_object_get(json_array_get(ports, 0), "protocol"));
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ports, 1), "protocol")),
+                     "UDP");
+    json_decref(p);
+    /* a DaemonSet's pod with an `app` label has no app */
+    p = translate_text(FG_KIND_POD,
+                       "{\"metadata\":{\"name\":\"kindnet-x\",\"namespace\":\"kube-system\","
+                       "\"resourceVersion\":\"1\",\"labels\":{\"app\":\"kindnet\"},"
+                       "\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"DaemonSet\","
+                       "\"name\":\"kindnet\",\"uid\":\"u\",\"controller\":true}]}}");
+    ck_assert_ptr_null(json_object_get(p, "app"));
     json_decref(p);
 }
 END_TEST
@@ -733,6 +781,7 @@ static Suite *kube_translate_suite(void) {
     tcase_add_test(tc, kind_of_maps_versions);
     tcase_add_loop_test(tc, quantity_table, 0, sizeof quantities / sizeof quantities[0]);
     tcase_add_test(tc, unschedulable_and_crashlooping_pods);
+    tcase_add_test(tc, pod_ports_qos_ips_image_id_and_owned_app);
     tcase_add_test(tc, namespace_quota_annotations);
     tcase_add_test(tc, simplified_pod_size_at_most_35_percent);
     suite_add_tcase(s, tc);

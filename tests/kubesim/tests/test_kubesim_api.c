@@ -210,6 +210,19 @@ START_TEST(errors_are_status_objects_with_codes) {
         {"POST", "/api/v1/namespaces", "text/plain", "x", 415, "UnsupportedMediaType"},
         {"DELETE", "/api/v1/pods", NULL, NULL, 405, "MethodNotAllowed"},
         {"GET", "/api/v1/foos", NULL, NULL, 404, "NotFound"},
+        /* object validation: a pod without an image, containers of the wrong type (the typed
+         * decoder's 400), a Deployment whose template has a nameless container */
+        {"POST", "/api/v1/namespaces/default/pods", "application/json",
+         "{\"metadata\":{\"name\":\"noimage\"},\"spec\":{\"containers\":[{\"name\":\"m\"}]}}", 422,
+         "Invalid"},
+        {"POST", "/api/v1/namespaces/default/pods", "application/json",
+         "{\"metadata\":{\"name\":\"notalist\"},\"spec\":{\"containers\":\"notalist\"}}", 400,
+         "BadRequest"},
+        {"POST", "/apis/apps/v1/namespaces/default/deployments", "application/json",
+         "{\"metadata\":{\"name\":\"d\"},\"spec\":{\"selector\":{\"matchLabels\":{\"a\":\"b\"}},"
+         "\"template\":{\"metadata\":{\"labels\":{\"a\":\"b\"}},\"spec\":{\"containers\":[{"
+         "\"image\":\"x\"}]}}}}",
+         422, "Invalid"},
     };
     ks_cluster_t *c = test_cluster(100);
     for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
@@ -260,7 +273,87 @@ START_TEST(scale_subresource_and_delete_propagation) {
     ck_assert_int_eq(r.resp.code, 200);
     ck_assert_str_eq(jstr(r.json, "status", NULL), "Success");
     call_free(&r);
+    /* dependents go asynchronously, in the garbage collector's pass, not inside the DELETE */
     call(c, "GET", "/apis/apps/v1/namespaces/default/replicasets/web-1", NULL, NULL, &r);
+    ck_assert_int_eq(r.resp.code, 200);
+    call_free(&r);
+    ks_gc_run(c);
+    call(c, "GET", "/apis/apps/v1/namespaces/default/replicasets/web-1", NULL, NULL, &r);
+    ck_assert_int_eq(r.resp.code, 404);
+    call_free(&r);
+    free(uid);
+    ks_cluster_free(c);
+}
+END_TEST
+
+/* A batch/v1 Job deleted without a propagation policy orphans its pods, as a real server does:
+ * the answer is the Job with deletionTimestamp and the orphan finalizer; after the garbage
+ * collector's pass the pod has lost its owner reference and the Job is gone. */
+/* Validation names every field in details.causes, as field.ErrorList does. */
+START_TEST(invalid_pod_lists_every_cause) {
+    ks_cluster_t *c = test_cluster(100);
+    call_t r;
+    call(c, "POST", "/api/v1/namespaces/default/pods", "application/json",
+         "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"a\"},{\"name\":"
+         "\"a\",\"image\":\"x\",\"ports\":[{\"containerPort\":70000}]}]}}",
+         &r);
+    ck_assert_int_eq(r.resp.code, 422);
+    ck_assert_str_eq(jstr(r.json, "message", NULL),
+                     "Pod \"p\" is invalid: [spec.containers[0].image: Required value, "
+                     "spec.containers[1].name: Duplicate value: \"a\", "
+                     "spec.containers[1].ports[0].containerPort: Invalid value: 70000: must be "
+                     "between 1 and 65535, inclusive]");
+    json_t *causes = json_object_get(json_object_get(r.json, "details"), "causes");
+    ck_assert_int_eq(json_array_size(causes), 3);
+    ck_assert_str_eq(jstr(json_array_get(causes, 0), "field", NULL), "spec.containers[0].image");
+    ck_assert_str_eq(jstr(json_array_get(causes, 0), "reason", NULL), "FieldValueRequired");
+    call_free(&r);
+    call(c, "GET", "/api/v1/namespaces/default/pods/p", NULL, NULL, &r);
+    ck_assert_int_eq(r.resp.code, 404);
+    call_free(&r);
+    ks_cluster_free(c);
+}
+END_TEST
+
+START_TEST(job_delete_without_policy_orphans) {
+    ks_cluster_t *c = test_cluster(100);
+    call_t r;
+    call(c, "POST", "/apis/batch/v1/namespaces/default/jobs", "application/json",
+         "{\"metadata\":{\"name\":\"j\"},\"spec\":{\"template\":{\"spec\":{\"restartPolicy\":"
+         "\"Never\",\"containers\":[{\"name\":\"m\",\"image\":\"busybox\"}]}}}}",
+         &r);
+    ck_assert_int_eq(r.resp.code, 201);
+    char *uid = fg_xstrdup(jstr(r.json, "metadata", "uid"));
+    /* the generated selector and labels */
+    json_t *ml = json_object_get(json_object_get(json_object_get(r.json, "spec"), "selector"),
+                                 "matchLabels");
+    ck_assert_str_eq(json_string_value(json_object_get(ml, "batch.kubernetes.io/controller-uid")),
+                     uid);
+    ck_assert_str_eq(jstr(json_object_get(r.json, "metadata"), "labels", "job-name"), "j");
+    call_free(&r);
+    char body[512];
+    snprintf(body, sizeof(body),
+             "{\"metadata\":{\"name\":\"j-1\",\"ownerReferences\":[{\"apiVersion\":\"batch/v1\","
+             "\"kind\":\"Job\",\"name\":\"j\",\"uid\":\"%s\",\"controller\":true}]},"
+             "\"spec\":{\"containers\":[{\"name\":\"m\",\"image\":\"busybox\"}]}}",
+             uid);
+    call(c, "POST", "/api/v1/namespaces/default/pods", "application/json", body, &r);
+    ck_assert_int_eq(r.resp.code, 201);
+    call_free(&r);
+    call(c, "DELETE", "/apis/batch/v1/namespaces/default/jobs/j", NULL, NULL, &r);
+    ck_assert_int_eq(r.resp.code, 200);
+    ck_assert_str_eq(jstr(r.json, "kind", NULL), "Job");
+    ck_assert_ptr_nonnull(jstr(r.json, "metadata", "deletionTimestamp"));
+    ck_assert_str_eq(json_string_value(json_array_get(
+                         json_object_get(json_object_get(r.json, "metadata"), "finalizers"), 0)),
+                     "orphan");
+    call_free(&r);
+    ks_gc_run(c);
+    call(c, "GET", "/api/v1/namespaces/default/pods/j-1", NULL, NULL, &r);
+    ck_assert_int_eq(r.resp.code, 200);
+    ck_assert_ptr_null(json_object_get(json_object_get(r.json, "metadata"), "ownerReferences"));
+    call_free(&r);
+    call(c, "GET", "/apis/batch/v1/namespaces/default/jobs/j", NULL, NULL, &r);
     ck_assert_int_eq(r.resp.code, 404);
     call_free(&r);
     free(uid);
@@ -359,6 +452,8 @@ static Suite *suite(void) {
     tcase_add_test(tc, stale_put_gets_409_conflict);
     tcase_add_test(tc, errors_are_status_objects_with_codes);
     tcase_add_test(tc, scale_subresource_and_delete_propagation);
+    tcase_add_test(tc, job_delete_without_policy_orphans);
+    tcase_add_test(tc, invalid_pod_lists_every_cause);
     tcase_add_test(tc, managed_fields_share_is_in_the_real_range);
     suite_add_tcase(s, tc);
     return s;
