@@ -156,6 +156,10 @@ static const key_t_ limits_keys[] = {
     {"max_body_bytes", K_INT, CFG(max_body_bytes), NULL, 1 << 20, 1, 64 << 20, NULL, NULL, 0, 0},
     {"max_connections", K_INT, CFG(max_connections), NULL, 1024, 1, 100000, NULL, NULL, 0, 0},
     {"connection_timeout_s", K_INT, CFG(connection_timeout_s), NULL, 30, 1, 3600, NULL, NULL, 0, 0},
+    {"header_timeout_s", K_INT, CFG(header_timeout_s), NULL, 10, 1, 3600, NULL, NULL, 0, 0},
+    {"body_timeout_s", K_INT, CFG(body_timeout_s), NULL, 60, 1, 3600, NULL, NULL, 0, 0},
+    {"max_connections_per_client", K_INT, CFG(max_connections_per_client), NULL, 256, 0, 100000,
+     NULL, NULL, 0, 0},
     {"drain_timeout_s", K_INT, CFG(drain_timeout_s), NULL, 10, 0, 600, NULL, NULL, 0, 0},
 };
 static const table_t limits_table = {limits_keys, sizeof limits_keys / sizeof limits_keys[0], 0};

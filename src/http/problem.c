@@ -3,6 +3,11 @@
  * clients and tests match on them. */
 #include "fleetgate/http.h"
 
+#include <string.h>
+
+/* A problem member built from a client's input is cut here (the path can be 32 KiB). */
+#define FG_PROBLEM_FIELD_MAX 2048
+
 typedef struct {
     unsigned status;
     const char *type;
@@ -55,9 +60,14 @@ json_t *fg_problem_new(fg_problem_t kind, const char *detail, const char *reques
     json_object_set_new(p, "title", json_string(problems[kind].title));
     json_object_set_new(p, "status", json_integer(problems[kind].status));
     if (detail)
-        json_object_set_new(p, "detail", json_string(detail));
+        json_object_set_new(
+            p, "detail", fg_json_string_clean(detail, strlen(detail), FG_PROBLEM_FIELD_MAX, NULL));
+    /* Both may carry a client's bytes (a path with %ff, a name in the detail): cleaned, so the
+     * member is never lost to invalid UTF-8. */
     if (instance)
-        json_object_set_new(p, "instance", json_string(instance));
+        json_object_set_new(
+            p, "instance",
+            fg_json_string_clean(instance, strlen(instance), FG_PROBLEM_FIELD_MAX, NULL));
     if (request_id)
         json_object_set_new(p, "requestId", json_string(request_id));
     return p;
