@@ -202,6 +202,9 @@ typedef struct {
     int64_t stream_lease_s;
     int64_t list_item_cost_milli; /* what one listed item costs, in thousandths of a read */
     int64_t redis_timeout_ms;
+    /* refused calls (401, 403) one client address may cause before its calls are refused with
+     * 429 without a look at their token (per process) */
+    int64_t refusals_per_minute, refusal_burst;
 } fg_rate_conf_t;
 
 /* cache: the informers that keep Redis in step with the clusters (README.md "The cache"). */

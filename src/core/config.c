@@ -222,6 +222,8 @@ static const key_t_ rate_keys[] = {
     RATE_INT("stream_lease_s", stream_lease_s, 60, 5, 3600),
     RATE_INT("list_item_cost_milli", list_item_cost_milli, 10, 0, 1000000),
     RATE_INT("redis_timeout_ms", redis_timeout_ms, 50, 1, 10000),
+    RATE_INT("refusals_per_minute", refusals_per_minute, 600, 1, 60000000),
+    RATE_INT("refusal_burst", refusal_burst, 100, 1, 1000000),
 };
 static const table_t rate_table = {rate_keys, sizeof rate_keys / sizeof rate_keys[0], 0};
 

@@ -236,6 +236,57 @@ START_TEST(script_is_reloaded_after_script_flush) {
 }
 END_TEST
 
+/* After Redis refused a caller, the limiter answers that caller itself until the exact
+ * Retry-After time: the bucket deleted behind its back (Redis would now say yes) changes
+ * nothing until then, and the first call after it asks Redis again. */
+START_TEST(refused_key_is_answered_locally_until_retry_after) {
+    fg_rate_conf_t c = conf();
+    c.read_per_minute = 60; /* one call a second */
+    c.read_burst = 2;
+    fg_ratelimit_t *rl;
+    fg_redis_t *r;
+    ck_assert_int_eq(fg_redis_new(&r, redis.url, 1, 200), FG_OK);
+    ck_assert_int_eq(fg_ratelimit_new(&rl, &c, r), FG_OK);
+    char who[64], key[96];
+    snprintf(who, sizeof who, "%s", unique("hammer"));
+    snprintf(key, sizeof key, "fg:rl:r:u:%s", who);
+    ck_assert_int_eq(count_allowed(rl, NULL, FG_RL_READ, who, NULL, 3, false), 2);
+    const char *del[] = {"DEL", key};
+    ck_assert_int_eq(fg_redis_command(r, 2, del), FG_OK);
+    fg_rate_result_t res;
+    fg_ratelimit_charge(rl, FG_RL_READ, who, NULL, 1000, false, &res);
+    ck_assert(!res.allowed);
+    ck_assert(!res.local); /* not a fallback: Redis's own answer, remembered */
+    ck_assert_int_eq(res.retry_after_s, 1);
+    usleep(1500000); /* past the wait (about 1 s) */
+    fg_ratelimit_charge(rl, FG_RL_READ, who, NULL, 1000, false, &res);
+    ck_assert(res.allowed);
+    ck_assert_uint_eq(fg_ratelimit_fallbacks(rl), 0);
+    fg_ratelimit_free(rl);
+    fg_redis_free(r);
+}
+END_TEST
+
+START_TEST(refusals_per_address_are_bounded) {
+    fg_rate_conf_t c = conf();
+    c.refusals_per_minute = 1;
+    c.refusal_burst = 3;
+    fg_ratelimit_t *rl;
+    fg_rate_result_t res;
+    ck_assert_int_eq(fg_ratelimit_new(&rl, &c, NULL), FG_OK);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(fg_ratelimit_refusal_check(rl, "192.0.2.7", &res), FG_OK);
+        fg_ratelimit_refusal_charge(rl, "192.0.2.7");
+    }
+    ck_assert_int_eq(fg_ratelimit_refusal_check(rl, "192.0.2.7", &res), FG_OK);
+    fg_ratelimit_refusal_charge(rl, "192.0.2.7");
+    ck_assert_int_eq(fg_ratelimit_refusal_check(rl, "192.0.2.7", &res), FG_ETOOBIG);
+    ck_assert_int_ge(res.retry_after_s, 1);
+    ck_assert_int_eq(fg_ratelimit_refusal_check(rl, "192.0.2.8", &res), FG_OK);
+    fg_ratelimit_free(rl);
+}
+END_TEST
+
 START_TEST(redis_down_falls_back_to_local_buckets) {
     fg_rate_conf_t c = conf();
     fg_ratelimit_t *rl;
@@ -338,6 +389,8 @@ static Suite *ratelimit_suite(void) {
     tcase_add_test(tc, list_remainder_is_forced_after_the_answer);
     tcase_add_test(tc, script_is_reloaded_after_script_flush);
     tcase_add_test(tc, redis_down_falls_back_to_local_buckets);
+    tcase_add_test(tc, refused_key_is_answered_locally_until_retry_after);
+    tcase_add_test(tc, refusals_per_address_are_bounded);
     tcase_add_test(tc, redis_restart_is_survived);
     tcase_add_test(tc, stream_slots_are_leased_and_released);
     tcase_add_test(tc, redis_urls);
