@@ -43,6 +43,21 @@ const char *rd_state_name(rd_state_t s) {
 
 /* ---- problems ----------------------------------------------------------- */
 
+bool rd_cluster_param_or_reply(fg_req_t *req, const char **out) {
+    if (!rd_label_param_or_reply(req, "cluster", out))
+        return false;
+    if (*out == NULL)
+        return true;
+    /* An unknown name would filter every cluster out and answer an empty 200: a typo must not
+     * look like "nothing there". */
+    const fg_config_t *cfg = ((fg_api_t *)fg_req_app(req))->cfg;
+    for (size_t i = 0; i < cfg->nclusters; i++)
+        if (strcmp(cfg->clusters[i].name, *out) == 0)
+            return true;
+    rd_reply_invalid_param(req, "cluster", "names no member cluster (got \"%s\")", *out);
+    return false;
+}
+
 static int reply_problem_doc(fg_req_t *req, json_t *p) {
     size_t len;
     char *text = fg_json_dumps(p, &len);
@@ -1158,6 +1173,48 @@ bool rd_get_raw_or_reply(rd_ctx_t *c, fg_req_t *req, const char *kind, const cha
     }
     free_replies(reps, c->nparts);
     return true;
+}
+
+bool rd_absence_known_or_reply(rd_ctx_t *c, const char *resource, const char *what) {
+    const char *argv[2 * RD_MAX_CLUSTERS][2];
+    const char *const *argvs[2 * RD_MAX_CLUSTERS];
+    size_t argcs[2 * RD_MAX_CLUSTERS];
+    char keys[2 * RD_MAX_CLUSTERS][160];
+    fg_redis_reply_t *reps[2 * RD_MAX_CLUSTERS];
+    char missing[512] = "";
+    size_t used = 0;
+    const char *reason = "";
+    if (c->nparts == 0)
+        return true;
+    for (size_t i = 0; i < 2 * c->nparts; i++) {
+        const char *cl = c->parts[i / 2].conf->name;
+        if (i % 2 == 0)
+            snprintf(keys[i], sizeof keys[i], "fg:cluster:%s", cl);
+        else
+            snprintf(keys[i], sizeof keys[i], "fg:sync:%s:%s", cl, resource);
+        argv[i][0] = "HGETALL";
+        argv[i][1] = keys[i];
+        argvs[i] = argv[i];
+        argcs[i] = 2;
+    }
+    if (!rd_pipeline_or_reply(c->req, c->api, 2 * c->nparts, argcs, argvs, reps))
+        return false;
+    for (size_t i = 0; i < c->nparts; i++) {
+        part_from(&c->parts[i], reps[2 * i], reps[2 * i + 1]);
+        if (c->parts[i].state == RD_MISSING && used < sizeof missing) {
+            used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%s",
+                                     used ? ", " : "", c->parts[i].conf->name);
+            reason = c->parts[i].reason;
+        }
+    }
+    free_replies(reps, 2 * c->nparts);
+    if (missing[0] == '\0')
+        return true;
+    fg_req_add_header(c->req, "Retry-After", "5");
+    fg_reply_problem(c->req, FG_PROBLEM_NOT_READY,
+                     "%s cannot be looked up in cluster %s (%s); retry when it has synced", what,
+                     missing, reason);
+    return false;
 }
 
 /* ---- ETags -------------------------------------------------------------- */
