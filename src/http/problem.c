@@ -39,6 +39,10 @@ static const problem_row_t problems[FG_PROBLEM__COUNT] = {
     [FG_PROBLEM_REDIS_UNAVAILABLE] = {503, "urn:fleetgate:problem:redis-unavailable",
                                       "The cache is unavailable"},
     [FG_PROBLEM_CONFLICT] = {409, "urn:fleetgate:problem:conflict", "Conflict"},
+    [FG_PROBLEM_URI_TOO_LONG] = {414, "urn:fleetgate:problem:uri-too-long",
+                                 "Request target too long"},
+    [FG_PROBLEM_HEADERS_TOO_LARGE] = {431, "urn:fleetgate:problem:headers-too-large",
+                                      "Request header fields too large"},
 };
 
 unsigned fg_problem_status(fg_problem_t kind) {

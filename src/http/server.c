@@ -23,6 +23,12 @@
  * (two different Content-Length, or Content-Length with Transfer-Encoding: RFC 9112 §6.3), and
  * their connection is closed, since a proxy in front may read the body differently.
  *
+ * Oversized heads: libmicrohttpd answers a head that overflows its per-connection memory pool
+ * with its own HTML page, which no callback can change. So the pool is made larger than
+ * fleetgate's own bounds (HEAD_MAX, TARGET_MAX), and fleetgate refuses what passes those with
+ * problem+json 431 or 414 itself; only a head past the pool still gets MHD's page, and that
+ * answer is at least logged and counted (mhd_logger reads its status from MHD's message).
+ *
  * Draining: fg_http_server_begin_drain() stops accepting connections (MHD_quiesce_daemon);
  * requests admitted before keep going, requests arriving on open connections get 503 with
  * "Connection: close", and the caller waits for fg_http_server_in_flight() to reach zero.
@@ -78,7 +84,10 @@ typedef struct {
 } cleanup_t;
 
 #define MAX_REPLY_HEADERS 16
-#define ACCESS_PATH_MAX   2048 /* bytes of the path in an access-log line */
+#define ACCESS_PATH_MAX   2048         /* bytes of the path in an access-log line */
+#define TARGET_MAX        (16u << 10)  /* the request target; longer: 414 */
+#define HEAD_MAX          (32u << 10)  /* request line and header fields; larger: 431 */
+#define MHD_POOL_BYTES    (128u << 10) /* per connection, above HEAD_MAX (see the top) */
 #define MAX_CLEANUPS      16
 
 struct fg_req {
@@ -424,10 +433,68 @@ static const char *ambiguous_framing(const fg_req_t *req) {
     return NULL;
 }
 
-/* Refuses the head with 400; the connection is closed after the answer. */
-static void refuse_head(fg_req_t *req, const char *why) {
-    fg_req_add_header(req, MHD_HTTP_HEADER_CONNECTION, "close");
-    fg_reply_problem(req, FG_PROBLEM_BAD_REQUEST, "%s", why);
+static enum MHD_Result add_field_size(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value) {
+    (void)kind;
+    *(size_t *)cls += strlen(key) + (value ? strlen(value) : 0) + 4; /* ": " and CRLF */
+    return MHD_YES;
+}
+
+/* The head's checks, each a row: its problem and why, or NULL when it passes. */
+typedef struct {
+    fg_problem_t kind;
+    const char *(*check)(const fg_req_t *req, char *why, size_t len);
+} head_check_t;
+
+static const char *target_too_long(const fg_req_t *req, char *why, size_t len) {
+    size_t n = strlen(req->raw_target);
+    if (n <= TARGET_MAX)
+        return NULL;
+    snprintf(why, len, "the request target is %zu bytes; at most %u are accepted", n, TARGET_MAX);
+    return why;
+}
+
+static const char *head_too_large(const fg_req_t *req, char *why, size_t len) {
+    size_t n = strlen(req->method) + strlen(req->raw_target) + 12;
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, add_field_size, &n);
+    if (n <= HEAD_MAX)
+        return NULL;
+    snprintf(why, len, "the request head is about %zu bytes; at most %u are accepted", n, HEAD_MAX);
+    return why;
+}
+
+static const char *target_unsafe(const fg_req_t *req, char *why, size_t len) {
+    (void)why;
+    (void)len;
+    return bad_target(req->raw_target);
+}
+
+static const char *framing_unsafe(const fg_req_t *req, char *why, size_t len) {
+    (void)why;
+    (void)len;
+    return ambiguous_framing(req);
+}
+
+static const head_check_t head_checks[] = {
+    {FG_PROBLEM_URI_TOO_LONG, target_too_long},
+    {FG_PROBLEM_HEADERS_TOO_LARGE, head_too_large},
+    {FG_PROBLEM_BAD_REQUEST, target_unsafe},
+    {FG_PROBLEM_BAD_REQUEST, framing_unsafe},
+};
+
+/* Runs the head checks; on the first that fails, replies its problem and closes the connection
+ * after the answer (its body, if any, is never read). True when one refused. */
+static bool refuse_bad_head(fg_req_t *req) {
+    char why[160];
+    for (size_t i = 0; i < sizeof head_checks / sizeof head_checks[0]; i++) {
+        const char *reason = head_checks[i].check(req, why, sizeof why);
+        if (reason) {
+            fg_req_add_header(req, MHD_HTTP_HEADER_CONNECTION, "close");
+            fg_reply_problem(req, head_checks[i].kind, "%s", reason);
+            return true;
+        }
+    }
+    return false;
 }
 
 /* JSON bodies come as application/json or a +json type (merge-patch+json, ...). */
@@ -518,12 +585,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     }
     if (!req->admitted) {
         admit(req, url, method);
-        const char *why = bad_target(req->raw_target);
-        if (why == NULL)
-            why = ambiguous_framing(req);
-        if (why)
-            refuse_head(req, why);
-        else if (!req->refused_draining && declared_too_big(req))
+        if (!refuse_bad_head(req) && !req->refused_draining && declared_too_big(req))
             refuse_body_too_big(req); /* answered now: MHD closes the connection after it */
         return MHD_YES;
     }
@@ -616,12 +678,41 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     atomic_fetch_sub(&srv->in_flight, 1);
 }
 
+/* MHD's messages; the one of an answer MHD sent itself (a head past its memory pool, a bad
+ * request line, an HTTP version it does not speak) becomes an access-log line and is counted,
+ * since no request of fleetgate's saw it. */
 static void mhd_logger(void *cls, const char *fmt, va_list ap) {
-    (void)cls;
+    fg_http_server_t *srv = cls;
+    static const char mark[] = "HTTP response code is ";
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     msg[strcspn(msg, "\n")] = '\0';
-    FG_LOG(FG_LOG_WARN, NULL, "libmicrohttpd: %s", msg);
+    const char *at = strstr(msg, mark);
+    int64_t status;
+    size_t digits = at ? strspn(at + sizeof mark - 1, "0123456789") : 0;
+    if (at == NULL || digits != 3 ||
+        fg_parse_int64(at + sizeof mark - 1, 3, 100, 599, &status) != FG_OK) {
+        FG_LOG(FG_LOG_WARN, NULL, "libmicrohttpd: %s", msg);
+        return;
+    }
+    char code[8];
+    snprintf(code, sizeof code, "%d", (int)status);
+    const char *labels[] = {"unmatched", "-", code};
+    fg_metric_add(srv->m_requests, labels, 1);
+    if (!srv->opts.access_log)
+        return;
+    json_t *line = json_object();
+    char ts[40];
+    fg_format_time_ms(fg_wall_ms(), ts, sizeof ts);
+    json_object_set_new(line, "ts", json_string(ts));
+    json_object_set_new(line, "level", json_string("info"));
+    json_object_set_new(line, "msg", json_string("access"));
+    json_object_set_new(line, "route", json_string("unmatched"));
+    json_object_set_new(line, "status", json_integer(status));
+    json_object_set_new(line, "answeredBy", json_string("libmicrohttpd"));
+    json_object_set_new(line, "error", fg_json_string_clean(msg, strlen(msg), 512, NULL));
+    fg_log_json(line);
+    json_decref(line);
 }
 
 /* ---- slow clients ------------------------------------------------------ */
@@ -763,14 +854,14 @@ int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     srv->mhd = MHD_start_daemon(
-        flags, opts->port, NULL, NULL, on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
-        MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)(opts->workers > 1 ? opts->workers : 0), MHD_OPTION_CONNECTION_LIMIT,
-        opts->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, opts->connection_timeout_s,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
-        srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        opts->max_connections_per_client, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
-        MHD_OPTION_END);
+        flags, opts->port, NULL, NULL, on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MHD_POOL_BYTES, MHD_OPTION_SOCK_ADDR,
+        ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(opts->workers > 1 ? opts->workers : 0),
+        MHD_OPTION_CONNECTION_LIMIT, opts->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        opts->connection_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, opts->max_connections_per_client,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
     if (srv->mhd == NULL) {
         fg_log(FG_LOG_ERROR, NULL, "cannot listen on %s:%u (in use, or not an address here)",
                opts->host, (unsigned)opts->port);
