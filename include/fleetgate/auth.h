@@ -99,6 +99,10 @@ int fg_audit_write(fg_audit_t *a, const json_t *line);
  * counted and one line with the count ("repeated") is written when the interval ends. FG_OK,
  * or FG_EIO when a line could not be written. Thread-safe. */
 int fg_audit_refusal(fg_audit_t *a, const json_t *line, const char *kind);
+/* The cheap half of fg_audit_refusal, for callers that build the line only when needed: true
+ * when a refusal of this kind is counted into the open interval (nothing to write); false when
+ * it opens one (then call fg_audit_refusal with its line). */
+bool fg_audit_fold(fg_audit_t *a, const char *kind);
 /* Reopens the file (log rotation; SIGHUP). FG_OK or FG_EIO; the old file stays on failure. */
 int fg_audit_reopen(fg_audit_t *a);
 

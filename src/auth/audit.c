@@ -179,6 +179,20 @@ static json_t *take_summary(fold_t *f, int64_t now_ms) {
     return line;
 }
 
+bool fg_audit_fold(fg_audit_t *a, const char *kind) {
+    uint64_t h = hash_kind(kind);
+    int64_t now = fg_wall_ms();
+    fold_t *f = &a->folds[h & (FOLD_SLOTS - 1)];
+    bool folded = false;
+    pthread_mutex_lock(&a->fold_mu);
+    if (f->hash == h && now - f->since_ms < FOLD_INTERVAL_MS) {
+        f->count++;
+        folded = true;
+    }
+    pthread_mutex_unlock(&a->fold_mu);
+    return folded;
+}
+
 int fg_audit_refusal(fg_audit_t *a, const json_t *line, const char *kind) {
     uint64_t h = hash_kind(kind);
     int64_t now = fg_wall_ms();

@@ -477,15 +477,16 @@ int fg_auth_seal(fg_req_t *req, unsigned status) {
     bool denied = status == 401 || status == 403 || status == 429;
     if (!mutating && !denied)
         return FG_OK;
-    json_t *line = audit_line(req, st, status);
-    int rc;
+    char kind[768];
     if (denied) {
-        char kind[768];
+        /* A repeat is only counted: no line is built for it (the cost of a flood's refusal). */
         refusal_kind(req, st, status, kind, sizeof kind);
-        rc = fg_audit_refusal(st->auth->audit, line, kind);
-    } else {
-        rc = fg_audit_write(st->auth->audit, line);
+        if (fg_audit_fold(st->auth->audit, kind))
+            return FG_OK;
     }
+    json_t *line = audit_line(req, st, status);
+    int rc = denied ? fg_audit_refusal(st->auth->audit, line, kind)
+                    : fg_audit_write(st->auth->audit, line);
     json_decref(line);
     if (rc == FG_OK)
         return FG_OK;
