@@ -171,6 +171,18 @@ static void part_from(rd_part_t *p, const fg_redis_reply_t *cl, const fg_redis_r
         snprintf(p->reason, sizeof p->reason, "unreachable%s%s", err[0] ? ": " : "", err);
         return;
     }
+    if (strcmp(state, "Synced") != 0) {
+        /* Its watch is not live (failed and backing off: Lagging; a relist running: Relisting),
+         * so what is cached is the cluster as of the last change applied, even while the
+         * cluster still answers some requests. */
+        char err[200];
+        p->state = RD_STALE;
+        p->stale_since_ms = p->applied_ms;
+        rd_hfield(sync, "lastError", err, sizeof err);
+        snprintf(p->reason, sizeof p->reason, "its watch is not live (%s)%s%s", state,
+                 err[0] ? ": " : "", err);
+        return;
+    }
     p->state = RD_CURRENT;
 }
 

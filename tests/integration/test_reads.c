@@ -449,6 +449,23 @@ START_TEST(cluster_parts_current_stale_missing) {
     json_decref(j);
     th_resp_free(&r);
 
+    /* east-a still answers, but its pods watch fails (503s) and backs off: Lagging. The list
+     * must not call it Current: Stale since its last applied change, with the watch's error. */
+    ck_assert_int_eq(tc_sync(&cache, "east-a", "pods", "Lagging", "500", 1, now_ms - 5000, 0), 0);
+    const char *hset[] = {"HSET", "fg:sync:east-a:pods", "lastError", "503 Service Unavailable",
+                          NULL};
+    ck_assert_int_eq(tc_cmd(&cache, hset), 0);
+    ck_assert_int_eq(get_as("/v1/projects/shop/pods", viewer, NULL, true, &r), 200);
+    j = body_json(&r);
+    ck_assert_str_eq(cluster_state(j, "east-a"), "Stale");
+    json_t *a = json_array_get(json_object_get(j, "clusters"), 0);
+    ck_assert_ptr_nonnull(json_string_value(json_object_get(a, "staleSince")));
+    ck_assert_str_eq(json_string_value(json_object_get(a, "reason")),
+                     "its watch is not live (Lagging): 503 Service Unavailable");
+    json_decref(j);
+    th_resp_free(&r);
+    ck_assert_int_eq(tc_sync(&cache, "east-a", "pods", "Synced", "500", 1, now_ms, now_ms), 0);
+
     /* The app's status says which of its clusters' parts is stale. */
     const char *app = "{\"name\":\"web\",\"project\":\"shop\",\"cluster\":\"%s\",\"zone\":\"%s\","
                       "\"uid\":\"u\",\"version\":\"%s\",\"creationTime\":\"2026-11-22T09:00:00Z\","
