@@ -50,6 +50,13 @@ UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
 INTEG_BINS := $(INTEG_SRC:tests/integration/%.c=$(BUILD)/tests/integration/%)
 TEST_SUPPORT_SRC := $(wildcard tests/support/*.c)
 TEST_SUPPORT_OBJ := $(TEST_SUPPORT_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_MAIN_OBJ := $(BUILD)/obj/tests/support/testmain.o
+
+# The assembler's .incbin embeds files (cache/*.lua) that the compiler's -MMD does not see: after
+# each compile, the Lua scripts a source names ("….lua") join its dependency file, as -MP would
+# write them, so an object depends on its scripts in every build dir (plain, asan, fuzz).
+EMBED_DEPS = for f in $$(grep -oE '"[A-Za-z0-9_./-]+\.lua\\?"' $< | tr -d '"\\' | sort -u); do \
+	  [ -f "$$f" ] && printf '%s: %s\n%s:\n' '$@' "$$f" "$$f" >> $(@:.o=.d); done; true
 
 ALL_BINS := $(DAEMON)
 TEST_STEPS :=
@@ -67,6 +74,7 @@ all: $(ALL_BINS)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	@$(EMBED_DEPS)
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -76,13 +84,15 @@ $(LIB): $(LIB_OBJ)
 $(DAEMON): $(BUILD)/obj/src/main.o $(LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
-$(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(TEST_SUPPORT_OBJ) $(LIB)
+# Every check suite, wherever it lives: tests/X/test_y.c becomes $(BUILD)/tests/X/test_y, linked
+# with the runners' one main helper (tests/support/testmain.c) and the library. A group of suites
+# adds its own objects and archives as prerequisites (archives link before the library).
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_MAIN_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS) $(CHECK_LIBS)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(filter-out $(LIB),$(filter %.a,$^)) $(LIB) \
+	  $(LIBS) $(CHECK_LIBS)
 
-$(BUILD)/tests/integration/%: $(BUILD)/obj/tests/integration/%.o $(TEST_SUPPORT_OBJ) $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS) $(CHECK_LIBS)
+$(UNIT_BINS) $(INTEG_BINS): $(TEST_SUPPORT_OBJ)
 
 $(BUILD)/obj/tests/%.o: ALL_CFLAGS += $(CHECK_CFLAGS) -Itests/support
 
@@ -148,4 +158,4 @@ demo: deps-ensure
 clean:
 	rm -rf build
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj build/fuzz/obj -name '*.d' 2>/dev/null)

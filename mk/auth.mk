@@ -1,6 +1,6 @@
 # auth: JWT keys, roles, audit, rate limits (src/auth/, src/cache/redis.c, cache/ratelimit.lua).
-#   The rate limiter embeds cache/ratelimit.lua with the assembler's .incbin, so its objects
-#   depend on the script (the compiler's -MMD does not see .incbin).
+#   The rate limiter embeds cache/ratelimit.lua with the assembler's .incbin; the Makefile's
+#   EMBED_DEPS makes its objects depend on the script.
 #   make demo-auth   a demo key pair in build/demo/ (openssl CLI; no private key is committed),
 #                    build/demo/token (developer of "demo"), build/demo/admin-token
 #   make bench-auth  tests/bench/auth_bench.sh: fleetgate vs nginx under wrk (not in make test)
@@ -11,9 +11,6 @@
 DEB_PKGS += openssl
 BENCH_DEB_PKGS := wrk nginx-light curl
 DEMO_PREREQS += demo-auth
-
-$(BUILD)/obj/src/auth/ratelimit.o build/asan/obj/src/auth/ratelimit.o \
-build/fuzz/obj/src/auth/ratelimit.o: cache/ratelimit.lua
 
 .PHONY: demo-auth bench-auth deps-bench
 

@@ -1,17 +1,13 @@
 # cache: the informers (src/cache/informer.c, cache/cache_*.lua), the demo and the cache bench.
-#   The informers embed cache/cache_*.lua with the assembler's .incbin, so their objects depend
-#   on the scripts (the compiler's -MMD does not see .incbin).
+#   The informers embed cache/cache_*.lua with the assembler's .incbin; the Makefile's
+#   EMBED_DEPS makes their objects depend on the scripts.
 #   make demo         (Makefile) runs conf/demo.sh: redis-server, kubesim (3 clusters, 2 zones,
 #                     a "demo" project with running apps) and fleetgate on build/demo/fleetgate.json
 #   make bench-cache  tests/bench/cache_sync_bench.sh: initial sync of 120,000 pods + 3,000 nodes,
 #                     freshness at 1,000 and 60,000 mutations/min, Redis memory per pod (not in
 #                     make test); BENCH_PODS / BENCH_NODES make it smaller
 
-CACHE_LUA := $(wildcard cache/cache_*.lua)
 CACHE_PROBE := $(BUILD)/bench/cache_probe
-
-$(BUILD)/obj/src/cache/informer.o build/asan/obj/src/cache/informer.o \
-build/fuzz/obj/src/cache/informer.o: $(CACHE_LUA)
 
 $(CACHE_PROBE): $(BUILD)/obj/tests/bench/cache_probe.o $(LIB)
 	@mkdir -p $(dir $@)
@@ -20,4 +16,4 @@ $(CACHE_PROBE): $(BUILD)/obj/tests/bench/cache_probe.o $(LIB)
 .PHONY: bench-cache
 
 bench-cache: all $(CACHE_PROBE)
-	BUILD=$(BUILD) tests/bench/cache_sync_bench.sh
+	FG_BUILD=$(BUILD) tests/bench/cache_sync_bench.sh

@@ -9,24 +9,28 @@ FUZZ_SECONDS ?= 15
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
 FUZZ_SAN := address,undefined
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-sanitize-recover=all -Iinclude $(PKG_CFLAGS)
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-sanitize-recover=all -Iinclude $(PKG_CFLAGS) \
+               -MMD -MP
 FUZZ_LIB := build/fuzz/libfleetgate.a
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=build/fuzz/obj/%.o)
 
 .PHONY: fuzz fuzz-run
 TEST_STEPS += fuzz-run
 
-build/fuzz/obj/%.o: %.c $(wildcard include/fleetgate/*.h)
+# Objects (the library's and the targets' own) carry -MMD dependency files, which the Makefile
+# includes: a header change rebuilds what includes it.
+build/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -c $< -o $@
+	@$(EMBED_DEPS)
 
 $(FUZZ_LIB): $(FUZZ_LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB)
+build/fuzz/fuzz_%: build/fuzz/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ $< $(FUZZ_LIB) $(LIBS)
+	$(FUZZ_CC) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ $^ $(LIBS)
 
 fuzz: $(FUZZ_BINS)
 

@@ -8,7 +8,7 @@ KS_OBJ := $(KS_SRC:%.c=$(BUILD)/obj/%.o)
 KS_LIB := $(BUILD)/libkubesim.a
 KUBESIM := $(BUILD)/kubesim
 KS_TEST_SRC := $(wildcard $(KS_DIR)/tests/test_*.c)
-KS_TEST_BINS := $(KS_TEST_SRC:$(KS_DIR)/tests/%.c=$(BUILD)/tests/kubesim/%)
+KS_TEST_BINS := $(KS_TEST_SRC:%.c=$(BUILD)/%)
 # the real fixtures, committed under tests/fixtures/k8s (a copy of ../shared/fixtures/k8s
 # without its 5.7 MB openapi-v3 folder); override with FG_SHARED=DIR holding fixtures/k8s
 FG_SHARED ?= tests
@@ -28,9 +28,8 @@ $(KS_LIB): $(KS_OBJ)
 $(KUBESIM): $(BUILD)/obj/$(KS_DIR)/main.o $(KS_LIB) $(LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
-$(BUILD)/tests/kubesim/%: $(BUILD)/obj/$(KS_DIR)/tests/%.o $(KS_LIB) $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS) $(CHECK_LIBS)
+# The suites are linked by the Makefile's rule for check suites, with the simulator's archive.
+$(KS_TEST_BINS): $(KS_LIB)
 
 .PHONY: kubesim-check kubesim-check-one kubesim-kubectl kubesim-bench
 
@@ -47,4 +46,4 @@ kubesim-kubectl: $(KUBESIM)
 
 # Not in make test: seeding 3000 nodes + 120000 pods, RSS, paged LISTs, churn (a minute or so).
 kubesim-bench: $(KUBESIM)
-	KUBESIM=$(KUBESIM) tests/bench/kubesim_bench.sh
+	FG_BUILD=$(BUILD) tests/bench/kubesim_bench.sh

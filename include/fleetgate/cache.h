@@ -80,6 +80,137 @@ int64_t fg_redis_reply_int(const fg_redis_reply_t *rep);
 size_t fg_redis_reply_len(const fg_redis_reply_t *rep);
 const fg_redis_reply_t *fg_redis_reply_at(const fg_redis_reply_t *rep, size_t i);
 
+/* ---- the key schema (src/cache/keys.c, cache/SCHEMA.md section 2) ---------
+ *
+ * Every Redis key fleetgate reads or writes is built here, so the schema has one owner. A
+ * builder writes the key into *k and returns its text (k->s) for an argv. Parts are bounded by
+ * their validators (DNS-1123 names, token subjects of at most 256 bytes), so a key always fits;
+ * a longer part is cut, naming a key that nothing writes. `kind` is fleetgate's kind name
+ * (fg_kube_kind_info()->name), `resource` the Kubernetes resource, `scope` a project or "_". */
+#define FG_CACHE_KEY_MAX 320
+typedef struct {
+    char s[FG_CACHE_KEY_MAX];
+} fg_cache_key_t;
+
+#define FG_CACHE_KEY_EPOCH "fg:epoch" /* string: the id of Redis's current data set */
+
+/* fg:o:{kind}:{cluster}:{scope}: hash, object name -> simplified object (JSON). */
+const char *fg_cache_key_objects(fg_cache_key_t *k, const char *kind, const char *cluster,
+                                 const char *scope);
+/* fg:o:{kind}: the prefix of every objects hash of a kind (the mirror tracks it). */
+const char *fg_cache_key_objects_prefix(fg_cache_key_t *k, const char *kind);
+/* fg:i:{kind}:{cluster}:{scope}: zset of the names of that hash, score 0 (keyset walks). */
+const char *fg_cache_key_index(fg_cache_key_t *k, const char *kind, const char *cluster,
+                               const char *scope);
+/* fg:s:{kind}:{cluster}: set of the scopes that hold objects of that kind. */
+const char *fg_cache_key_scopes(fg_cache_key_t *k, const char *kind, const char *cluster);
+/* fg:cluster:{cluster}: hash, the cluster's health (read it with fg_cache_cluster_read). */
+const char *fg_cache_key_cluster(fg_cache_key_t *k, const char *cluster);
+/* fg:sync:{cluster}:{resource}: hash, an informer's sync state (fg_cache_sync_read). */
+const char *fg_cache_key_sync(fg_cache_key_t *k, const char *cluster, const char *resource);
+/* fg:rv:{cluster}:{resource}: string, the resourceVersion of the last change applied. */
+const char *fg_cache_key_rv(fg_cache_key_t *k, const char *cluster, const char *resource);
+/* fg:lease:{cluster}:{resource}: string, the replica that runs that informer. */
+const char *fg_cache_key_lease(fg_cache_key_t *k, const char *cluster, const char *resource);
+/* fg:t:{cluster}:{resource}:{nonce}: the prefix of a relist's temporary keys. */
+const char *fg_cache_key_relist(fg_cache_key_t *k, const char *cluster, const char *resource,
+                                const char *nonce);
+/* fg:rl:{class}:u:{subject} and fg:rl:{class}:p:{project}: GCRA buckets of a caller and of a
+ * project; class is 'r' (reads), 'w' (writes) or 's' (stream leases, callers only). */
+const char *fg_cache_key_rate_caller(fg_cache_key_t *k, char cls, const char *subject);
+const char *fg_cache_key_rate_project(fg_cache_key_t *k, char cls, const char *project);
+
+/* ---- cluster and sync state (src/cache/state.c) ------------------------------
+ *
+ * The informers write fg:cluster and fg:sync; these readers are the only code that interprets
+ * them. Read both hashes (HGETALL, e.g. with fg_cache_batch_add_state) and hand the replies to
+ * the readers; fg_cache_freshness_judge says what a reader may serve from that cluster. */
+typedef enum {
+    FG_HEALTH_UNKNOWN = 0, /* never contacted: no fg:cluster hash */
+    FG_HEALTH_HEALTHY,
+    FG_HEALTH_UNREACHABLE,
+} fg_cluster_health_t;
+
+typedef struct {
+    fg_cluster_health_t health;
+    int64_t last_contact_ms; /* 0: never */
+    char last_error[512];    /* "" when none */
+} fg_cache_cluster_t;
+
+typedef enum {
+    FG_SYNC_NONE = 0, /* no fg:sync hash, or a state this build does not know */
+    FG_SYNC_SYNCING,  /* before the first complete list */
+    FG_SYNC_SYNCED,
+    FG_SYNC_RELISTING,
+    FG_SYNC_LAGGING,
+} fg_sync_state_t;
+
+typedef struct {
+    bool present; /* the hash exists (state may still be FG_SYNC_NONE: unknown) */
+    fg_sync_state_t state;
+    char rv[65]; /* "" when none */
+    int64_t objects;
+    int64_t last_event_ms, last_sync_ms; /* Unix ms, 0: never */
+    char last_error[200];
+} fg_cache_sync_t;
+
+/* Reads an HGETALL reply of fg:cluster / fg:sync (an empty or NULL reply: the hash is absent). */
+void fg_cache_cluster_read(const fg_redis_reply_t *hash, fg_cache_cluster_t *out);
+void fg_cache_sync_read(const fg_redis_reply_t *hash, fg_cache_sync_t *out);
+/* "Synced", "Relisting"...; "" for FG_SYNC_NONE. */
+const char *fg_cache_sync_state_name(fg_sync_state_t s);
+/* Whether the informer finished its first complete sync (what readiness waits for). */
+bool fg_cache_sync_done_once(const fg_cache_sync_t *s);
+
+/* What a reader may serve from one cluster's cache. */
+typedef enum {
+    FG_FRESH_CURRENT = 0, /* in step with the cluster */
+    FG_FRESH_STALE,       /* cached, but the cluster cannot be reached or its watch is not live */
+    FG_FRESH_MISSING,     /* nothing complete cached: serve nothing of it */
+} fg_freshness_t;
+
+typedef struct {
+    fg_freshness_t state;
+    int64_t stale_since_ms; /* Stale: the last contact, or the last change applied (0: unknown) */
+    int64_t applied_ms;     /* the last event or relist applied (0: none) */
+    char rv[65];            /* the watermark ("" when none) */
+    char reason[256];       /* why it is not Current ("" when it is) */
+} fg_cache_freshness_t;
+
+void fg_cache_freshness_judge(const fg_cache_cluster_t *cl, const fg_cache_sync_t *sync,
+                              fg_cache_freshness_t *out);
+/* "Current", "Stale", "Missing". */
+const char *fg_cache_freshness_name(fg_freshness_t s);
+
+/* ---- batches: commands sent in one round trip (src/cache/batch.c) -------------
+ *
+ * A batch collects commands (their arguments copied), sends them pipelined, and keeps the
+ * replies until it is freed: build, run, read replies by the index add returned. */
+typedef struct fg_redis_batch fg_redis_batch_t;
+
+fg_redis_batch_t *fg_redis_batch_new(void); /* free with fg_redis_batch_free */
+void fg_redis_batch_free(fg_redis_batch_t *b);
+/* Appends a command of argc arguments (copied), argument i being lens[i] bytes holding no NUL,
+ * or NUL-terminated when lens is NULL; returns its index. */
+size_t fg_redis_batch_add(fg_redis_batch_t *b, size_t argc, const char *const *argv,
+                          const size_t *lens);
+/* The same with the arguments as a NULL-terminated list: fg_redis_batch_addv(b, "GET", k, NULL). */
+size_t fg_redis_batch_addv(fg_redis_batch_t *b, const char *arg0, ...);
+/* Adds HGETALL of fg:cluster:{cluster}, then of fg:sync:{cluster}:{resource}, or, when resource
+ * is NULL, of every kind's sync hash in fg_kind_t order (FG_KIND_COUNT of them); returns the
+ * index of the cluster's (the sync hashes follow it). */
+size_t fg_cache_batch_add_state(fg_redis_batch_t *b, const char *cluster, const char *resource);
+size_t fg_redis_batch_len(const fg_redis_batch_t *b);
+/* Sends every command not yet sent in one round trip. FG_OK with every reply kept, or FG_EIO
+ * (why says so) with none: the batch may be run again. */
+int fg_redis_batch_run(fg_redis_t *r, fg_redis_batch_t *b, char *why, size_t whylen);
+/* Command i's reply (borrowed from the batch), NULL before a successful run. */
+const fg_redis_reply_t *fg_redis_batch_reply(const fg_redis_batch_t *b, size_t i);
+/* Command i's reply handed to the caller (free with fg_redis_reply_free); the batch forgets it. */
+fg_redis_reply_t *fg_redis_batch_take_reply(fg_redis_batch_t *b, size_t i);
+/* Forgets every command and reply, keeping the memory for the next ones. */
+void fg_redis_batch_reset(fg_redis_batch_t *b);
+
 /* ---- informers (src/cache/informer.c) ------------------------------------
  *
  * The writer side of the cache: for every configured member cluster and every kind fleetgate

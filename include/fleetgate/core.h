@@ -82,6 +82,9 @@ int fg_parse_int64(const char *s, size_t len, int64_t min, int64_t max, int64_t 
 int fg_parse_hostport(const char *s, char **host_out, uint16_t *port_out);
 /* DNS-1123 label: lowercase alnum and '-', starts and ends alnum, 1..63 chars. */
 bool fg_is_dns1123_label(const char *s, size_t len);
+/* Whether s[0..len) is 1..max characters of a DNS-1123 subdomain's alphabet [a-z0-9.-] (where
+ * - and . stand is not checked). */
+bool fg_is_dns1123_chars(const char *s, size_t len, size_t max);
 
 /* ---- JSON -------------------------------------------------------------- */
 
@@ -98,6 +101,9 @@ int fg_json_load(const char *data, size_t len, json_t **out, char *err, size_t e
 json_t *fg_json_string_clean(const char *s, size_t n, size_t max, bool *cut);
 /* Serialise compactly; the caller frees the string. Never fails (aborts on OOM). */
 char *fg_json_dumps(const json_t *j, size_t *len_out);
+/* The JSON type of a value, as error texts name it: "object", "array", "string", "integer",
+ * "number" (a non-integer), "boolean" or "null"; "nothing" for NULL. A static string. */
+const char *fg_json_type_name(const json_t *j);
 
 /* ---- logging ----------------------------------------------------------- */
 
@@ -130,6 +136,30 @@ void fg_format_time_ms(int64_t wall_ms, char *buf, size_t buflen);
 
 /* Fills buf with bytes from the kernel's CSPRNG; returns FG_OK or FG_EIO. */
 int fg_random_bytes(void *buf, size_t len);
+
+/* base64url (RFC 4648 §5) without padding: JWT parts, JWK members, list cursors. */
+#define FG_B64URL_LEN(n) (((n) / 3) * 4 + ((n) % 3 ? (n) % 3 + 1 : 0))
+/* Writes FG_B64URL_LEN(n) characters and a NUL into out; returns the length. */
+size_t fg_b64url_encode(const void *in, size_t n, char *out);
+/* Strict decoding (alphabet only, canonical trailing bits) into a new buffer the caller frees.
+ * FG_OK or FG_EINVAL. */
+int fg_b64url_decode(const char *in, size_t len, unsigned char **out, size_t *out_len);
+
+/* A fast 64-bit hash of bytes, not cryptographic (ETags, cache keys); two seeds give 128 bits. */
+uint64_t fg_hash64(const void *data, size_t n, uint64_t seed);
+
+/* Embeds a file of the source tree (a Lua script of cache/) as the NUL-terminated constant
+ * `sym`, with the assembler's .incbin; the Makefile makes the object depend on the file. */
+#define FG_EMBED_FILE(sym, file)                                                                   \
+    __asm__(".section .rodata\n"                                                                   \
+            ".global " #sym "\n"                                                                   \
+            ".type " #sym ", @object\n"                                                            \
+            ".balign 16\n" #sym ":\n"                                                              \
+            ".incbin \"" file "\"\n"                                                               \
+            ".byte 0\n"                                                                            \
+            ".size " #sym ", . - " #sym "\n"                                                       \
+            ".previous\n");                                                                        \
+    extern const char sym[]
 
 /* ---- metrics ----------------------------------------------------------- */
 

@@ -188,8 +188,6 @@ void *fg_req_gate_ctx(const fg_req_t *req);
 void fg_req_set_principal(fg_req_t *req, const char *name, void *state, void (*free_fn)(void *));
 const char *fg_req_principal_name(const fg_req_t *req); /* NULL when anonymous */
 void *fg_req_gate_state(const fg_req_t *req);           /* NULL when the gate set none */
-/* Registers fn(ptr) to run when the request is done (the request's cleanup list). */
-void fg_req_defer(fg_req_t *req, void (*fn)(void *), void *ptr);
 
 /* ---- replies: exactly one per request ---------------------------------- */
 
@@ -202,9 +200,15 @@ int fg_reply_static(fg_req_t *req, unsigned status, const char *content_type, co
                     size_t len);
 /* Sends a malloc'd buffer; the reply takes it and frees it. */
 int fg_reply_take(fg_req_t *req, unsigned status, const char *content_type, char *data, size_t len);
-/* Sends a problem+json reply of the given kind; detail is printf-formatted, may be NULL. */
+/* Sends a problem+json reply of the given kind; detail is printf-formatted (at most 1023 bytes
+ * are kept), may be NULL. */
 int fg_reply_problem(fg_req_t *req, fg_problem_t kind, const char *detail_fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same with extension members (RFC 9457 section 3.2): the members of the object ext follow
+ * the standard ones (type, title, status, detail, instance, requestId), which they cannot
+ * replace. Steals the reference to ext; NULL adds none. */
+int fg_reply_problem_ext(fg_req_t *req, fg_problem_t kind, json_t *ext, const char *detail_fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* ---- request ids ------------------------------------------------------- */
 

@@ -1,6 +1,7 @@
 /* api/api.c: the application state that handlers share, built once at start-up. */
 #include "api_internal.h"
 #include "fleetgate/cache.h"
+#include "fleetgate/kube.h"
 
 #include <stdlib.h>
 
@@ -30,9 +31,11 @@ int fg_api_new(fg_api_t **out, const fg_config_t *cfg) {
         return FG_EINVAL;
     }
     /* GET of one pod is the hottest read: served from local copies that Redis keeps exact. */
+    fg_cache_key_t prefix;
+    fg_cache_key_objects_prefix(&prefix, fg_kube_kind_info(FG_KIND_POD)->name);
     if (cfg->cache.mirror_mb > 0 &&
-        fg_redis_mirror_new(&api->pod_mirror, api->redis,
-                            "fg:o:pod:", (size_t)cfg->cache.mirror_mb << 20) != FG_OK) {
+        fg_redis_mirror_new(&api->pod_mirror, api->redis, prefix.s,
+                            (size_t)cfg->cache.mirror_mb << 20) != FG_OK) {
         fg_log(FG_LOG_ERROR, NULL, "cache.mirror_mb: cannot start the pod mirror");
         fg_api_free(api);
         return FG_ERR;

@@ -2,6 +2,7 @@
  * rendered reference. None of them needs a caller's identity. */
 #include "api_internal.h"
 #include "fleetgate/cache.h"
+#include "fleetgate/kube.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,12 +10,6 @@
 
 #define METRICS_MAX_BYTES  (8u << 20)
 #define READY_MAX_CLUSTERS 64
-
-/* The resources every member cluster's informers cache; a cluster is synced when each one is. */
-static const char *const cached_resources[] = {
-    "namespaces", "nodes", "pods", "deployments", "jobs", "cronjobs", "horizontalpodautoscalers",
-    "events"};
-#define NCACHED (sizeof cached_resources / sizeof cached_resources[0])
 
 static bool server_accepting(const fg_api_t *api, const fg_req_t *req, char *why, size_t whylen) {
     (void)api;
@@ -42,90 +37,48 @@ static void note(json_t *checks, char *failed, size_t failedlen, const char *nam
     snprintf(failed + used, failedlen - used, "%s%s: %s", used ? "; " : "", name, why);
 }
 
-/* The value of field in an HGETALL reply ("" when absent). */
-static const char *hget(const fg_redis_reply_t *h, const char *field, char *out, size_t outlen) {
-    out[0] = '\0';
-    for (size_t i = 0; i + 1 < fg_redis_reply_len(h); i += 2) {
-        size_t klen, vlen;
-        const char *k = fg_redis_reply_str(fg_redis_reply_at(h, i), &klen);
-        const char *v = fg_redis_reply_str(fg_redis_reply_at(h, i + 1), &vlen);
-        if (k && v && klen == strlen(field) && memcmp(k, field, klen) == 0)
-            snprintf(out, outlen, "%.*s", (int)vlen, v);
-    }
-    return out;
-}
-
-/* Whether a resource finished its first sync (fg:sync, cache/SCHEMA.md): Synced or Lagging, or
- * Relisting after a first sync. */
-static bool synced_once(const fg_redis_reply_t *h) {
-    char state[32], last[32];
-    hget(h, "state", state, sizeof state);
-    hget(h, "lastSyncMs", last, sizeof last);
-    return strcmp(state, "Synced") == 0 || strcmp(state, "Lagging") == 0 ||
-           (strcmp(state, "Relisting") == 0 && last[0] != '\0' && strcmp(last, "0") != 0);
-}
-
 /* Redis answers, and every reachable member cluster finished its first sync (from fg:cluster and
  * fg:sync, so the informers of every replica count); unreachable clusters are reported as such
- * and not waited on. One pipeline: PING, then each cluster's health and sync hashes. */
+ * and not waited on. One round trip: PING, then each cluster's health and sync hashes. */
 static void cache_checks(const fg_api_t *api, json_t *checks, char *failed, size_t failedlen) {
     const fg_config_t *cfg = api->cfg;
     size_t nc = cfg->nclusters < READY_MAX_CLUSTERS ? cfg->nclusters : READY_MAX_CLUSTERS;
-    size_t n = 1 + nc * (1 + NCACHED);
-    char(*keys)[160] = fg_xcalloc(n, sizeof *keys);
-    const char *(*argv)[2] = fg_xcalloc(n, sizeof *argv);
-    const char *const **argvs = fg_xcalloc(n, sizeof *argvs);
-    size_t *argcs = fg_xcalloc(n, sizeof *argcs);
-    fg_redis_reply_t **reps = fg_xcalloc(n, sizeof *reps);
-    argv[0][0] = "PING";
-    argcs[0] = 1;
-    for (size_t c = 0; c < nc; c++) {
-        size_t base = 1 + c * (1 + NCACHED);
-        snprintf(keys[base], sizeof keys[0], "fg:cluster:%s", cfg->clusters[c].name);
-        for (size_t r = 0; r < NCACHED; r++)
-            snprintf(keys[base + 1 + r], sizeof keys[0], "fg:sync:%s:%s", cfg->clusters[c].name,
-                     cached_resources[r]);
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (i > 0) {
-            argv[i][0] = "HGETALL";
-            argv[i][1] = keys[i];
-            argcs[i] = 2;
-        }
-        argvs[i] = argv[i];
-    }
+    size_t first[READY_MAX_CLUSTERS]; /* the cluster's hash, then one sync hash per kind */
+    fg_redis_batch_t *b = fg_redis_batch_new();
+    fg_redis_batch_addv(b, "PING", NULL);
+    for (size_t c = 0; c < nc; c++)
+        first[c] = fg_cache_batch_add_state(b, cfg->clusters[c].name, NULL);
     char why[256];
-    if (fg_redis_pipeline(api->redis, n, argcs, argvs, reps, why, sizeof why) != FG_OK) {
+    if (fg_redis_batch_run(api->redis, b, why, sizeof why) != FG_OK) {
         note(checks, failed, failedlen, "redis", strncmp(why, "redis: ", 7) == 0 ? why + 7 : why);
         goto out;
     }
     note(checks, failed, failedlen, "redis", NULL);
     for (size_t c = 0; c < nc; c++) {
-        size_t base = 1 + c * (1 + NCACHED);
-        char name[96], health[32], err[160], pending[256] = "";
+        char name[96], pending[256] = "";
+        fg_cache_cluster_t health;
         snprintf(name, sizeof name, "cluster:%s", cfg->clusters[c].name);
-        if (strcmp(hget(reps[base], "health", health, sizeof health), "Unreachable") == 0) {
-            hget(reps[base], "lastError", err, sizeof err);
-            snprintf(why, sizeof why, "unreachable%s%s", err[0] ? ": " : "", err);
+        fg_cache_cluster_read(fg_redis_batch_reply(b, first[c]), &health);
+        if (health.health == FG_HEALTH_UNREACHABLE) {
+            snprintf(why, sizeof why, "unreachable%s%.159s", health.last_error[0] ? ": " : "",
+                     health.last_error);
             json_object_set_new(checks, name, json_string(why)); /* reported, not waited on */
             continue;
         }
-        for (size_t r = 0, used = 0; r < NCACHED && used < sizeof pending; r++)
-            if (!synced_once(reps[base + 1 + r]))
-                used += (size_t)snprintf(pending + used, sizeof pending - used, "%s%s",
-                                         used ? ", " : "", cached_resources[r]);
+        for (size_t k = 0, used = 0; k < FG_KIND_COUNT && used < sizeof pending; k++) {
+            fg_cache_sync_t sync;
+            fg_cache_sync_read(fg_redis_batch_reply(b, first[c] + 1 + k), &sync);
+            if (!fg_cache_sync_done_once(&sync))
+                used +=
+                    (size_t)snprintf(pending + used, sizeof pending - used, "%s%s",
+                                     used ? ", " : "", fg_kube_kind_info((fg_kind_t)k)->resource);
+        }
         if (pending[0])
             snprintf(why, sizeof why, "first sync not finished: %s", pending);
         note(checks, failed, failedlen, name, pending[0] ? why : NULL);
     }
 out:
-    for (size_t i = 0; i < n; i++)
-        fg_redis_reply_free(reps[i]);
-    free(reps);
-    free(argcs);
-    free(argvs);
-    free(argv);
-    free(keys);
+    fg_redis_batch_free(b);
 }
 
 int fg_api_readyz(fg_req_t *req) {
@@ -141,14 +94,8 @@ int fg_api_readyz(fg_req_t *req) {
     cache_checks(api, checks, failed, sizeof failed);
     if (failed[0] == '\0')
         return fg_reply_json(req, 200, json_pack("{s:s,s:o}", "status", "ready", "checks", checks));
-    char detail[1100];
-    snprintf(detail, sizeof detail, "not ready: %s", failed);
-    json_t *p = fg_problem_new(FG_PROBLEM_NOT_READY, detail, fg_req_id(req), fg_req_path(req));
-    json_object_set_new(p, "checks", checks);
-    size_t len;
-    char *text = fg_json_dumps(p, &len);
-    json_decref(p);
-    return fg_reply_take(req, 503, "application/problem+json", text, len);
+    return fg_reply_problem_ext(req, FG_PROBLEM_NOT_READY, json_pack("{s:o}", "checks", checks),
+                                "not ready: %s", failed);
 }
 
 int fg_api_metrics(fg_req_t *req) {

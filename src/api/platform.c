@@ -8,7 +8,10 @@
  */
 #include "reads.h"
 
+#include "cursor.h"
+
 #include "fleetgate/auth.h"
+#include "fleetgate/kube.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,13 +110,6 @@ int fg_api_get_project(fg_req_t *req) {
 /* ---- clusters ----------------------------------------------------------- */
 
 /* The resources the informers cache, in the order the API lists their sync state. */
-static const char *const resources[] = {
-    "namespaces", "nodes", "pods", "deployments", "jobs", "cronjobs", "horizontalpodautoscalers",
-    "events"};
-#define NRES (sizeof resources / sizeof resources[0])
-
-static const char *const sync_states[] = {"Syncing", "Synced", "Relisting", "Lagging", NULL};
-
 typedef struct {
     int64_t nodes, ready, cpu_cap, cpu_alloc, mem_cap, mem_alloc, pods_cap;
     char kubelet[65];
@@ -140,16 +136,19 @@ static void add_node(capacity_t *cap, const char *json, size_t len) {
 
 /* Sums the cluster's cached nodes, HSCAN batch by batch (never the whole hash at once). */
 static bool capacity_or_reply(fg_req_t *req, fg_api_t *api, const char *cluster, capacity_t *cap) {
-    char key[160], cursor[32] = "0";
-    snprintf(key, sizeof key, "fg:o:node:%s:_", cluster);
+    char cursor[32] = "0";
+    fg_cache_key_t key;
+    fg_cache_key_objects(&key, fg_kube_kind_info(FG_KIND_NODE)->name, cluster, "_");
     memset(cap, 0, sizeof *cap);
+    fg_redis_batch_t *b = fg_redis_batch_new();
     do {
-        const char *argv[] = {"HSCAN", key, cursor, "COUNT", NODE_SCAN_COUNT};
-        const char *const *argvs[] = {argv};
-        size_t argc = 5;
-        fg_redis_reply_t *rep;
-        if (!rd_pipeline_or_reply(req, api, 1, &argc, argvs, &rep))
+        fg_redis_batch_reset(b);
+        fg_redis_batch_addv(b, "HSCAN", key.s, cursor, "COUNT", NODE_SCAN_COUNT, NULL);
+        if (!rd_batch_or_reply(req, api, b)) {
+            fg_redis_batch_free(b);
             return false;
+        }
+        const fg_redis_reply_t *rep = fg_redis_batch_reply(b, 0);
         size_t clen;
         const char *next = fg_redis_reply_str(fg_redis_reply_at(rep, 0), &clen);
         snprintf(cursor, sizeof cursor, "%.*s", (int)(next ? clen : 1), next ? next : "0");
@@ -160,8 +159,8 @@ static bool capacity_or_reply(fg_req_t *req, fg_api_t *api, const char *cluster,
             if (v)
                 add_node(cap, v, len);
         }
-        fg_redis_reply_free(rep);
     } while (strcmp(cursor, "0") != 0);
+    fg_redis_batch_free(b);
     return true;
 }
 
@@ -183,78 +182,52 @@ static json_t *bytes_quantity(int64_t bytes) {
 
 /* One cluster as the API's Cluster, or NULL when it replied (Redis failed). */
 static json_t *cluster_or_reply(fg_req_t *req, fg_api_t *api, const fg_cluster_conf_t *cc) {
-    char keys[1 + NRES][160];
-    const char *argv[1 + NRES][2];
-    const char *const *argvs[1 + NRES];
-    size_t argcs[1 + NRES];
-    fg_redis_reply_t *reps[1 + NRES];
-    snprintf(keys[0], sizeof keys[0], "fg:cluster:%s", cc->name);
-    for (size_t i = 0; i < NRES; i++)
-        snprintf(keys[1 + i], sizeof keys[0], "fg:sync:%s:%s", cc->name, resources[i]);
-    for (size_t i = 0; i < 1 + NRES; i++) {
-        argv[i][0] = "HGETALL";
-        argv[i][1] = keys[i];
-        argvs[i] = argv[i];
-        argcs[i] = 2;
-    }
+    fg_redis_batch_t *b = fg_redis_batch_new();
+    size_t first = fg_cache_batch_add_state(b, cc->name, NULL);
     capacity_t cap;
-    if (!rd_pipeline_or_reply(req, api, 1 + NRES, argcs, argvs, reps))
-        return NULL;
-    if (!capacity_or_reply(req, api, cc->name, &cap)) {
-        for (size_t i = 0; i < 1 + NRES; i++)
-            fg_redis_reply_free(reps[i]);
+    if (!rd_batch_or_reply(req, api, b) || !capacity_or_reply(req, api, cc->name, &cap)) {
+        fg_redis_batch_free(b);
         return NULL;
     }
     json_t *sync = json_array();
     bool settling = false;
     int64_t pods_cached = 0;
-    for (size_t i = 0; i < NRES; i++) {
-        const fg_redis_reply_t *h = reps[1 + i];
-        char state[32], rv[65];
-        rd_hfield(h, "state", state, sizeof state);
-        if (fg_redis_reply_len(h) == 0)
-            continue;
-        bool known = false;
-        for (size_t k = 0; sync_states[k]; k++)
-            known = known || strcmp(state, sync_states[k]) == 0;
-        if (!known)
-            continue;
-        settling = settling || strcmp(state, "Synced") != 0;
-        rd_hfield(h, "rv", rv, sizeof rv);
-        int64_t objects = rd_hfield_int(h, "objects");
-        if (strcmp(resources[i], "pods") == 0)
-            pods_cached = objects;
-        json_array_append_new(
-            sync, json_pack("{s:s,s:s,s:I,s:o,s:o,s:o}", "resource", resources[i], "state", state,
-                            "objects", (json_int_t)objects, "resourceVersion",
-                            rv[0] ? json_string(rv) : json_null(), "lastEventAt",
-                            rd_time_or_null(rd_hfield_int(h, "lastEventMs")), "lastListedAt",
-                            rd_time_or_null(rd_hfield_int(h, "lastSyncMs"))));
+    for (int k = 0; k < FG_KIND_COUNT; k++) {
+        const char *resource = fg_kube_kind_info((fg_kind_t)k)->resource;
+        fg_cache_sync_t st;
+        fg_cache_sync_read(fg_redis_batch_reply(b, first + 1 + (size_t)k), &st);
+        if (st.state == FG_SYNC_NONE)
+            continue; /* never written, or a state this build does not know */
+        settling = settling || st.state != FG_SYNC_SYNCED;
+        if (k == FG_KIND_POD)
+            pods_cached = st.objects;
+        json_array_append_new(sync, json_pack("{s:s,s:s,s:I,s:o,s:o,s:o}", "resource", resource,
+                                              "state", fg_cache_sync_state_name(st.state),
+                                              "objects", (json_int_t)st.objects, "resourceVersion",
+                                              st.rv[0] ? json_string(st.rv) : json_null(),
+                                              "lastEventAt", rd_time_or_null(st.last_event_ms),
+                                              "lastListedAt", rd_time_or_null(st.last_sync_ms)));
     }
-    const fg_redis_reply_t *cl = reps[0];
-    char health[32], err[512];
-    rd_hfield(cl, "health", health, sizeof health);
-    rd_hfield(cl, "lastError", err, sizeof err);
-    const char *h = fg_redis_reply_len(cl) == 0          ? "Unreachable"
-                    : strcmp(health, "Unreachable") == 0 ? "Unreachable"
-                    : settling                           ? "Degraded"
-                                                         : "Healthy";
+    fg_cache_cluster_t cl;
+    fg_cache_cluster_read(fg_redis_batch_reply(b, first), &cl);
+    fg_redis_batch_free(b);
+    const char *h = cl.health != FG_HEALTH_HEALTHY ? "Unreachable" /* or never contacted */
+                    : settling                     ? "Degraded"
+                                                   : "Healthy";
     json_t *o = json_pack(
         "{s:s,s:s,s:s,s:s,s:o,s:o,s:{s:I,s:I,s:{s:o,s:o,s:s},s:{s:o,s:o,s:s},s:{s:I,s:I}},s:o}",
         "name", cc->name, "region", cc->region ? cc->region : "", "zone", cc->zone, "health", h,
-        "lastContactAt", rd_time_or_null(rd_hfield_int(cl, "lastContactMs")), "kubernetesVersion",
+        "lastContactAt", rd_time_or_null(cl.last_contact_ms), "kubernetesVersion",
         cap.kubelet[0] ? json_string(cap.kubelet) : json_null(), "capacity", "nodes",
         (json_int_t)cap.nodes, "readyNodes", (json_int_t)cap.ready, "cpu", "capacity",
         cpu_quantity(cap.cpu_cap), "allocatable", cpu_quantity(cap.cpu_alloc), "requested", "0",
         "memory", "capacity", bytes_quantity(cap.mem_cap), "allocatable",
         bytes_quantity(cap.mem_alloc), "requested", "0", "pods", "capacity",
         (json_int_t)cap.pods_cap, "running", (json_int_t)pods_cached, "sync", sync);
-    if (fg_redis_reply_len(cl) == 0)
+    if (cl.health == FG_HEALTH_UNKNOWN)
         json_object_set_new(o, "healthDetail", json_string("not contacted yet"));
-    else if (err[0])
-        json_object_set_new(o, "healthDetail", rd_string_cut(err, 1024));
-    for (size_t i = 0; i < 1 + NRES; i++)
-        fg_redis_reply_free(reps[i]);
+    else if (cl.last_error[0])
+        json_object_set_new(o, "healthDetail", rd_string_cut(cl.last_error, 1024));
     return o;
 }
 

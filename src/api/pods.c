@@ -176,23 +176,24 @@ int fg_api_list_pods(fg_req_t *req) {
 static char *pod_text(const char *raw, size_t len, size_t *tlen, char *etag, size_t etaglen,
                       const char *req_id) {
     fg_buf_t b;
+    rd_icache_key_t key = rd_icache_key(raw, len);
     fg_buf_init(&b, 1u << 26);
-    if (rd_icache_get(raw, len, &b, etag, etaglen) && etag[0])
+    if (rd_icache_get(key, &b, etag, etaglen, NULL) && etag[0])
         return fg_buf_steal(&b, tlen);
     fg_buf_free(&b);
-    json_t *o = NULL;
-    char err[160];
-    if (fg_json_load(raw, len, &o, err, sizeof err) != FG_OK || !json_is_object(o)) {
-        FG_LOG(FG_LOG_ERROR, req_id, "cache: a pod is not a JSON object: %s", err);
-        json_decref(o);
+    json_t *o = rd_parse_cached(raw, len, req_id);
+    if (o == NULL)
         return NULL;
-    }
     json_t *pod = present_pod(o);
     json_decref(o);
     snprintf(etag, etaglen, "%s", rd_str(pod, "version") ? rd_str(pod, "version") : "0");
+    /* The facts go in too: a list that finds this entry filters on them. */
+    rd_facts_t facts;
+    rd_facts_of(pod, &facts);
     char *text = fg_json_dumps(pod, tlen);
     json_decref(pod);
-    rd_icache_put(raw, len, text, *tlen, etag);
+    rd_icache_put(key, text, *tlen, etag, &facts);
+    free(facts.labels);
     return text;
 }
 

@@ -1,8 +1,8 @@
-/* api/reads.h: what the read handlers (pods.c, workloads.c, platform.c) share, implemented in
- * src/api/reads.c: each member cluster's part of an answer (Current / Stale / Missing, read from
- * fg:cluster and fg:sync, cache/SCHEMA.md section 2), query parameters (limit, cursor, label
- * selector), the keyset walk over the per-cluster sorted indexes, ETag / If-None-Match, and
- * the problems they send. Not part of any public surface.
+/* api/reads.h: what the read handlers (pods.c, workloads.c, platform.c) share: each member
+ * cluster's part of an answer (Current / Stale / Missing, judged by cache/), query parameters
+ * (limit, cursor, label selector), one-round-trip reads of objects (reads.c), the keyset walk over
+ * the per-cluster sorted indexes (walk.c), the item cache (icache.c), presenters' helpers
+ * (present.c), ETag / If-None-Match, and the problems they send. Not part of any public surface.
  *
  * Helpers named *_or_reply send the problem themselves and return false; the handler then
  * returns FG_OK at once.
@@ -12,20 +12,16 @@
 
 #include "api_internal.h"
 #include "fleetgate/cache.h"
+#include "selector.h"
 
 #define RD_MAX_CLUSTERS 64  /* the configuration allows at most 64 member clusters */
 #define RD_NAME_MAX     253 /* a DNS-1123 subdomain */
 
-typedef enum { RD_CURRENT = 0, RD_STALE, RD_MISSING } rd_state_t;
-
-/* One member cluster's part of an answer. */
+/* One member cluster's part of an answer: what the cache holds of it (Current / Stale /
+ * Missing, judged by cache/ from fg:cluster and fg:sync). */
 typedef struct {
     const fg_cluster_conf_t *conf; /* borrowed from the configuration */
-    rd_state_t state;
-    int64_t stale_since_ms; /* Stale: the last successful contact (0: unknown) */
-    int64_t applied_ms;     /* the last event or relist applied (0: none) */
-    char rv[65];            /* the watermark ("" when none) */
-    char reason[256];       /* why it is not Current */
+    fg_cache_freshness_t fresh;
 } rd_part_t;
 
 /* One read: the request, what it reads, and the clusters in scope (after the cluster and zone
@@ -39,9 +35,6 @@ typedef struct {
     rd_part_t parts[RD_MAX_CLUSTERS];
     size_t nparts;
 } rd_ctx_t;
-
-/* A parsed label selector (opaque; NULL matches everything). */
-typedef struct rd_selector rd_selector_t;
 
 /* Turns an object group into a list item: objs[i] is the object of parts[i] (borrowed; NULL when
  * that cluster has none), name the group's name. Returns a new reference, or NULL to leave the
@@ -57,7 +50,6 @@ bool rd_begin_or_reply(rd_ctx_t *c, fg_req_t *req, const char *kind, const char 
                        const char *scope, const char *cluster, const char *zone);
 /* The `clusters` member of a list answer (a new reference). */
 json_t *rd_parts_json(const rd_ctx_t *c);
-const char *rd_state_name(rd_state_t s);
 
 /* ---- parameters --------------------------------------------------------- */
 
@@ -75,26 +67,22 @@ bool rd_enum_param_or_reply(fg_req_t *req, const char *name, const char *const *
 /* An object name from the path (the route's last {param}): a DNS-1123 subdomain, else 422. The
  * get helpers below check theirs, and the {project} of every read. */
 bool rd_name_or_reply(fg_req_t *req, const char *name);
-/* labelSelector into *out (NULL when absent); free with rd_selector_free. */
+/* labelSelector into *out (NULL when absent); free with rd_selector_free (selector.h). */
 bool rd_selector_or_reply(fg_req_t *req, rd_selector_t **out);
-void rd_selector_free(rd_selector_t *s);
-/* Whether labels (a JSON object, or NULL for none) satisfy the selector (NULL: always). */
-bool rd_selector_match(const rd_selector_t *s, const json_t *labels);
 
 /* The `cursor` parameter: *have false when absent; name and cluster (at least RD_NAME_MAX + 1
  * and 64 bytes) of the last item of the previous page otherwise. */
 bool rd_cursor_or_reply(fg_req_t *req, char *name, char *cluster, bool *have);
-/* The cursor that continues after (name, cluster); out holds at least 1024 bytes. */
-void rd_cursor_encode(const char *name, const char *cluster, char *out, size_t outlen);
 
 /* ---- Redis -------------------------------------------------------------- */
 
-/* fg_redis_pipeline, answering 503 redis-unavailable (with the reason) when Redis cannot. */
-bool rd_pipeline_or_reply(fg_req_t *req, fg_api_t *api, size_t n, const size_t *argcs,
-                          const char *const *const *argvs, fg_redis_reply_t **outs);
-/* A field of an HGETALL reply copied into out ("" when absent); as a non-negative integer (0). */
-const char *rd_hfield(const fg_redis_reply_t *h, const char *field, char *out, size_t outlen);
-int64_t rd_hfield_int(const fg_redis_reply_t *h, const char *field);
+/* fg_redis_batch_run, answering 503 redis-unavailable (with the reason) when Redis cannot. */
+bool rd_batch_or_reply(fg_req_t *req, fg_api_t *api, fg_redis_batch_t *b);
+/* A cached object (an HGET/HMGET element) parsed: a new reference, or NULL when it is absent
+ * (deleted meanwhile) or not a JSON object (logged with req_id: the cache is damaged). */
+json_t *rd_parse_object(const fg_redis_reply_t *v, const char *req_id);
+/* The same for cached bytes already in hand. */
+json_t *rd_parse_cached(const char *s, size_t len, const char *req_id);
 /* Unix ms as an RFC 3339 JSON string; null for 0. */
 json_t *rd_time_or_null(int64_t ms);
 
@@ -118,7 +106,7 @@ typedef bool (*rd_match_fn)(const rd_facts_t *facts, void *arg);
  * problem. Always returns FG_OK (the handler's return value).
  * match NULL: present filters (returns NULL to leave a group out). match set (kinds whose item
  * depends on the object's bytes alone, one object per group): present never filters, items may
- * come from the item cache (reads.c), and match decides on their facts. */
+ * come from the item cache (icache.c), and match decides on their facts. */
 int rd_list_reply(rd_ctx_t *c, bool by_name, rd_match_fn match, size_t limit, rd_present_fn present,
                   void *arg);
 
@@ -142,13 +130,24 @@ bool rd_get_raw_or_reply(rd_ctx_t *c, fg_req_t *req, const char *kind, const cha
                          const char *name, const char *only_cluster, char **raws, size_t *lens,
                          size_t *found);
 
-/* ---- the item cache (reads.c) ------------------------------------------- */
+/* ---- the item cache (icache.c) ------------------------------------------ */
 
-/* Appends the presented text cached for the object bytes raw to text, and its ETag value to
- * etag; false when none is cached. */
-bool rd_icache_get(const char *raw, size_t len, fg_buf_t *text, char *etag, size_t etaglen);
-/* Caches text (and etag) as the presentation of the object bytes raw (copied). */
-void rd_icache_put(const char *raw, size_t len, const char *text, size_t tlen, const char *etag);
+/* An item's key: a 128-bit hash of the cached object bytes it was presented from. */
+typedef struct {
+    uint64_t h1, h2;
+} rd_icache_key_t;
+
+rd_icache_key_t rd_icache_key(const char *raw, size_t len);
+/* Appends the presented text cached under k to text, its ETag value to etag (may be NULL) and
+ * its facts to facts (may be NULL; facts->labels is then a new string the caller frees); false
+ * when none is cached. */
+bool rd_icache_get(rd_icache_key_t k, fg_buf_t *text, char *etag, size_t etaglen,
+                   rd_facts_t *facts);
+/* Caches text, etag and facts (may be NULL) under k (copied). */
+void rd_icache_put(rd_icache_key_t k, const char *text, size_t len, const char *etag,
+                   const rd_facts_t *facts);
+/* The facts list filters look at in a presented item (facts->labels: a new string). */
+void rd_facts_of(const json_t *item, rd_facts_t *f);
 
 /* ---- replies ------------------------------------------------------------ */
 

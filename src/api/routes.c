@@ -3,31 +3,24 @@
  * its rate-limit class. Spec first (api/openapi.yaml), then the row here, then its test. */
 #include "api_internal.h"
 
-#define META .perm = FG_PERM_PUBLIC, .rate = FG_RATE_NONE
+/* One macro a kind of row, so a row is one line that names what differs. */
+#define GET(p, h, perm_, rate_)                                                                    \
+    { .method = "GET", .pattern = p, .handler = h, .perm = perm_, .rate = rate_ }
+/* The meta routes: no token, no rate limit. */
+#define META(p, h) GET(p, h, FG_PERM_PUBLIC, FG_RATE_NONE)
 /* The read APIs (served from the cache): a get is one read; a list is charged per item. Lists
  * without a {project} are open to every caller and show only what the caller may see. */
-#define READ(p, h)                                                                                 \
-    { .method = "GET", .pattern = p, .handler = h, .perm = FG_PERM_READ, .rate = FG_RATE_READ }
-#define LIST(p, h)                                                                                 \
-    { .method = "GET", .pattern = p, .handler = h, .perm = FG_PERM_READ, .rate = FG_RATE_LIST }
-#define ANY_READ(p, h, r)                                                                          \
-    { .method = "GET", .pattern = p, .handler = h, .perm = FG_PERM_AUTHENTICATED, .rate = r }
+#define READ(p, h)        GET(p, h, FG_PERM_READ, FG_RATE_READ)
+#define LIST(p, h)        GET(p, h, FG_PERM_READ, FG_RATE_LIST)
+#define ANY_READ(p, h, r) GET(p, h, FG_PERM_AUTHENTICATED, r)
 
 static const fg_route_t routes[] = {
-    {.method = "GET", .pattern = "/healthz", .handler = fg_api_healthz, META},
-    {.method = "GET", .pattern = "/readyz", .handler = fg_api_readyz, META},
-    {.method = "GET",
-     .pattern = "/metrics",
-     .handler = fg_api_metrics,
-     .perm = FG_PERM_METRICS,
-     .rate = FG_RATE_NONE},
-    {.method = "GET", .pattern = "/openapi.yaml", .handler = fg_api_openapi, META},
-    {.method = "GET", .pattern = "/docs", .handler = fg_api_docs, META},
-    {.method = "GET",
-     .pattern = "/v1/whoami",
-     .handler = fg_api_whoami,
-     .perm = FG_PERM_AUTHENTICATED,
-     .rate = FG_RATE_READ},
+    META("/healthz", fg_api_healthz),
+    META("/readyz", fg_api_readyz),
+    GET("/metrics", fg_api_metrics, FG_PERM_METRICS, FG_RATE_NONE),
+    META("/openapi.yaml", fg_api_openapi),
+    META("/docs", fg_api_docs),
+    ANY_READ("/v1/whoami", fg_api_whoami, FG_RATE_READ),
     ANY_READ("/v1/projects", fg_api_list_projects, FG_RATE_LIST),
     READ("/v1/projects/{project}", fg_api_get_project),
     LIST("/v1/projects/{project}/apps", fg_api_list_apps),

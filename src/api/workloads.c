@@ -14,14 +14,15 @@
 typedef json_t *(*present_fn)(const rd_ctx_t *c, json_t *const *objs);
 
 typedef struct {
-    const char *kind;     /* cache kind */
+    const char *kind;     /* cache kind, also the path parameter naming one ({app}) */
     const char *resource; /* its sync state's resource */
-    const char *param;    /* the path parameter naming one */
     const char *noun;     /* for problems: "app", "job set", ... */
     present_fn present;
     const char *const *phases; /* values of the phase filter; NULL: no phase filter */
-    bool cluster_filter, zone_filter, app_filter;
+    unsigned filters;          /* BY_*: the list's other filters (besides labelSelector) */
 } kind_row_t;
+
+enum { BY_CLUSTER = 1u << 0, BY_ZONE = 1u << 1, BY_APP = 1u << 2 };
 
 typedef struct {
     const kind_row_t *k;
@@ -132,12 +133,12 @@ static json_t *present_app(const rd_ctx_t *c, json_t *const *objs) {
             ztot[z][k] += v[k];
         }
         paused = paused || json_is_true(json_object_get(a, "paused"));
-        stale = stale || c->parts[i].state == RD_STALE;
+        stale = stale || c->parts[i].fresh.state == FG_FRESH_STALE;
         behind = behind || rd_int(a, "observedGeneration", 0) < rd_int(a, "generation", 0);
-        json_array_append_new(clusters, json_pack("{s:s,s:s,s:o,s:s}", "cluster",
-                                                  c->parts[i].conf->name, "zone", zone, "replicas",
-                                                  replica_counts(v[0], v[1], v[2], v[3]), "state",
-                                                  rd_state_name(c->parts[i].state)));
+        json_array_append_new(
+            clusters, json_pack("{s:s,s:s,s:o,s:s}", "cluster", c->parts[i].conf->name, "zone",
+                                zone, "replicas", replica_counts(v[0], v[1], v[2], v[3]), "state",
+                                fg_cache_freshness_name(c->parts[i].fresh.state)));
     }
     for (size_t z = 0; z < nz; z++)
         json_array_append_new(
@@ -309,6 +310,13 @@ static int64_t utilization(const json_t *list, const char *resource, const char 
     return -1;
 }
 
+/* cool[key]: the stabilization window of one scaling direction, when it has one (0..3600 s). */
+static void cooldown(json_t *cool, const char *key, const json_t *direction) {
+    const json_t *w = json_object_get(direction, "stabilizationWindowSeconds");
+    if (json_is_integer(w))
+        json_object_set_new(cool, key, json_integer(clamp(json_integer_value(w), 0, 3600)));
+}
+
 static json_t *present_scaler(const rd_ctx_t *c, json_t *const *objs) {
     json_t *o = identity(c, objs);
     const json_t *f = first_of(c, objs);
@@ -346,18 +354,8 @@ static json_t *present_scaler(const rd_ctx_t *c, json_t *const *objs) {
                   (json_int_t)clamp(maxr, 1, 1000), "targets", targets);
     const json_t *behavior = json_object_get(f, "behavior");
     json_t *cool = json_object();
-    if (json_is_integer(
-            json_object_get(json_object_get(behavior, "scaleUp"), "stabilizationWindowSeconds")))
-        json_object_set_new(cool, "scaleUpSeconds",
-                            json_integer(clamp(rd_int(json_object_get(behavior, "scaleUp"),
-                                                      "stabilizationWindowSeconds", 0),
-                                               0, 3600)));
-    if (json_is_integer(
-            json_object_get(json_object_get(behavior, "scaleDown"), "stabilizationWindowSeconds")))
-        json_object_set_new(cool, "scaleDownSeconds",
-                            json_integer(clamp(rd_int(json_object_get(behavior, "scaleDown"),
-                                                      "stabilizationWindowSeconds", 300),
-                                               0, 3600)));
+    cooldown(cool, "scaleUpSeconds", json_object_get(behavior, "scaleUp"));
+    cooldown(cool, "scaleDownSeconds", json_object_get(behavior, "scaleDown"));
     if (json_object_size(cool))
         json_object_set_new(spec, "cooldown", cool);
     else
@@ -379,14 +377,19 @@ static json_t *present_scaler(const rd_ctx_t *c, json_t *const *objs) {
 
 enum { K_APP, K_JOBSET, K_CRONJOB, K_SCALER };
 
+/* One row a kind: its cache kind, resource, noun, presenter, phases and filters. */
+#define KIND(kind_, resource_, noun_, present_, phases_, filters_)                                 \
+    {                                                                                              \
+        .kind = kind_, .resource = resource_, .noun = noun_, .present = present_,                  \
+        .phases = phases_, .filters = filters_                                                     \
+    }
+
 static const kind_row_t kinds[] = {
-    [K_APP] = {"app", "deployments", "app", "app", present_app, app_phases, true, true, false},
-    [K_JOBSET] = {"jobset", "jobs", "jobset", "job set", present_jobset, jobset_phases, true, true,
-                  false},
-    [K_CRONJOB] = {"cronjob", "cronjobs", "cronjob", "cron job", present_cronjob, NULL, true, false,
-                   false},
-    [K_SCALER] = {"scaler", "horizontalpodautoscalers", "scaler", "scaler", present_scaler, NULL,
-                  false, false, true},
+    [K_APP] = KIND("app", "deployments", "app", present_app, app_phases, BY_CLUSTER | BY_ZONE),
+    [K_JOBSET] =
+        KIND("jobset", "jobs", "job set", present_jobset, jobset_phases, BY_CLUSTER | BY_ZONE),
+    [K_CRONJOB] = KIND("cronjob", "cronjobs", "cron job", present_cronjob, NULL, BY_CLUSTER),
+    [K_SCALER] = KIND("scaler", "horizontalpodautoscalers", "scaler", present_scaler, NULL, BY_APP),
 };
 
 static json_t *list_item(const rd_ctx_t *c, const char *name, json_t *const *objs, void *arg) {
@@ -413,9 +416,9 @@ static int list_kind(fg_req_t *req, const kind_row_t *k) {
     rd_selector_t *sel = NULL;
     rd_ctx_t c;
     if (!rd_limit_or_reply(req, &limit) ||
-        (k->cluster_filter && !rd_cluster_param_or_reply(req, &cluster)) ||
-        (k->zone_filter && !rd_label_param_or_reply(req, "zone", &zone)) ||
-        (k->app_filter && !rd_label_param_or_reply(req, "app", &f.app)) ||
+        ((k->filters & BY_CLUSTER) && !rd_cluster_param_or_reply(req, &cluster)) ||
+        ((k->filters & BY_ZONE) && !rd_label_param_or_reply(req, "zone", &zone)) ||
+        ((k->filters & BY_APP) && !rd_label_param_or_reply(req, "app", &f.app)) ||
         (k->phases && !rd_enum_param_or_reply(req, "phase", k->phases, &f.phase)) ||
         !rd_selector_or_reply(req, &sel))
         return FG_OK;
@@ -428,7 +431,7 @@ static int list_kind(fg_req_t *req, const kind_row_t *k) {
 }
 
 static int get_kind(fg_req_t *req, const kind_row_t *k) {
-    const char *project = fg_req_param(req, "project"), *name = fg_req_param(req, k->param);
+    const char *project = fg_req_param(req, "project"), *name = fg_req_param(req, k->kind);
     json_t *objs[RD_MAX_CLUSTERS];
     size_t found;
     rd_ctx_t c;
@@ -444,27 +447,16 @@ static int get_kind(fg_req_t *req, const kind_row_t *k) {
     return rd_reply_etag(req, item, etag);
 }
 
-int fg_api_list_apps(fg_req_t *req) {
-    return list_kind(req, &kinds[K_APP]);
-}
-int fg_api_get_app(fg_req_t *req) {
-    return get_kind(req, &kinds[K_APP]);
-}
-int fg_api_list_jobsets(fg_req_t *req) {
-    return list_kind(req, &kinds[K_JOBSET]);
-}
-int fg_api_get_jobset(fg_req_t *req) {
-    return get_kind(req, &kinds[K_JOBSET]);
-}
-int fg_api_list_cronjobs(fg_req_t *req) {
-    return list_kind(req, &kinds[K_CRONJOB]);
-}
-int fg_api_get_cronjob(fg_req_t *req) {
-    return get_kind(req, &kinds[K_CRONJOB]);
-}
-int fg_api_list_scalers(fg_req_t *req) {
-    return list_kind(req, &kinds[K_SCALER]);
-}
-int fg_api_get_scaler(fg_req_t *req) {
-    return get_kind(req, &kinds[K_SCALER]);
-}
+/* The two handlers of a kind's routes (routes.c names them). */
+#define KIND_HANDLERS(k, list_fn, get_fn)                                                          \
+    int list_fn(fg_req_t *req) {                                                                   \
+        return list_kind(req, &kinds[k]);                                                          \
+    }                                                                                              \
+    int get_fn(fg_req_t *req) {                                                                    \
+        return get_kind(req, &kinds[k]);                                                           \
+    }
+
+KIND_HANDLERS(K_APP, fg_api_list_apps, fg_api_get_app)
+KIND_HANDLERS(K_JOBSET, fg_api_list_jobsets, fg_api_get_jobset)
+KIND_HANDLERS(K_CRONJOB, fg_api_list_cronjobs, fg_api_get_cronjob)
+KIND_HANDLERS(K_SCALER, fg_api_list_scalers, fg_api_get_scaler)

@@ -60,10 +60,6 @@ struct fg_principal {
 int fg_principal_from_claims(const json_t *claims, const fg_auth_conf_t *conf, int64_t exp,
                              fg_principal_t **out, char *why, size_t whylen);
 
-/* Strict base64url (RFC 4648 §5, no padding) into a new buffer the caller frees. FG_OK or
- * FG_EINVAL. */
-int fg_b64url_decode(const char *in, size_t len, unsigned char **out, size_t *out_len);
-
 /* True when the last audit write failed (the sink is suspect). */
 bool fg_audit_failing(const fg_audit_t *a);
 

@@ -43,18 +43,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* cache/ratelimit.lua, NUL-terminated, from the assembler (mk/auth.mk makes this object depend
- * on the file). */
-__asm__(".section .rodata\n"
-        ".global fg_ratelimit_lua\n"
-        ".type fg_ratelimit_lua, @object\n"
-        ".balign 16\n"
-        "fg_ratelimit_lua:\n"
-        ".incbin \"cache/ratelimit.lua\"\n"
-        ".byte 0\n"
-        ".size fg_ratelimit_lua, . - fg_ratelimit_lua\n"
-        ".previous\n");
-extern const char fg_ratelimit_lua[];
+/* mk/auth.mk makes this object depend on the script. */
+FG_EMBED_FILE(fg_ratelimit_lua, "cache/ratelimit.lua");
 
 #define LOCAL_SLOTS   4096 /* power of two */
 #define LOCAL_STRIPES 64
@@ -340,11 +330,12 @@ static int redis_gcra(fg_ratelimit_t *rl, size_t nkeys, const char *const *keys,
 int fg_ratelimit_charge(fg_ratelimit_t *rl, fg_rl_class_t cls, const char *principal,
                         const char *project, int64_t cost_milli, bool force,
                         fg_rate_result_t *res) {
-    char ukey[KEY_MAX], pkey[KEY_MAX], rkey[2 * KEY_MAX];
+    fg_cache_key_t ukey, pkey;
+    char rkey[2 * KEY_MAX];
     const char c = cls == FG_RL_WRITE ? 'w' : 'r';
-    snprintf(ukey, sizeof ukey, "fg:rl:%c:u:%s", c, principal);
-    snprintf(pkey, sizeof pkey, "fg:rl:%c:p:%s", c, project ? project : "");
-    const char *keys[2] = {ukey, pkey};
+    fg_cache_key_rate_caller(&ukey, c, principal);
+    fg_cache_key_rate_project(&pkey, c, project ? project : "");
+    const char *keys[2] = {ukey.s, pkey.s};
     const bucket_conf_t *bc[2] = {&rl->user[cls], &rl->project[cls]};
     size_t nkeys = project ? 2 : 1;
     memset(res, 0, sizeof *res);
@@ -352,7 +343,7 @@ int fg_ratelimit_charge(fg_ratelimit_t *rl, fg_rl_class_t cls, const char *princ
     if (rl->redis) {
         int64_t refund = 0, extra = 0, granted = 0, retry_us = 0;
         /* A project name may hold no space (it is a DNS label), so the pair is unambiguous. */
-        snprintf(rkey, sizeof rkey, "%s %s", ukey, project ? pkey : "");
+        snprintf(rkey, sizeof rkey, "%s %s", ukey.s, project ? pkey.s : "");
         if (!force && reserve_take(rl, rkey, cost_milli, res, &refund, &extra))
             return FG_OK;
         if (redis_gcra(rl, nkeys, keys, bc, cost_milli, force, refund, extra, res, &granted,
@@ -408,7 +399,8 @@ int fg_ratelimit_stream_acquire(fg_ratelimit_t *rl, const char *principal, fg_st
     fg_stream_lease_t *lease = fg_xcalloc(1, sizeof *lease);
     unsigned char rnd[16];
     char max[24], lease_ms[24];
-    snprintf(lease->key, sizeof lease->key, "fg:rl:s:u:%s", principal);
+    fg_cache_key_t key;
+    snprintf(lease->key, sizeof lease->key, "%s", fg_cache_key_rate_caller(&key, 's', principal));
     if (fg_random_bytes(rnd, sizeof rnd) != FG_OK)
         memset(rnd, 0, sizeof rnd);
     for (size_t i = 0; i < sizeof rnd; i++)

@@ -28,45 +28,6 @@
 #define MAX_PROJECTS  1024
 #define GROUP_MAX_LEN 256
 
-/* ---- base64url --------------------------------------------------------- */
-
-static int b64_value(unsigned char c) {
-    static const char alphabet[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    const char *p = c ? memchr(alphabet, c, 64) : NULL;
-    return p ? (int)(p - alphabet) : -1;
-}
-
-int fg_b64url_decode(const char *in, size_t len, unsigned char **out, size_t *out_len) {
-    if (len % 4 == 1)
-        return FG_EINVAL;
-    unsigned char *buf = fg_xmalloc(len / 4 * 3 + 3);
-    size_t n = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < len; i++) {
-        int v = b64_value((unsigned char)in[i]);
-        if (v < 0) {
-            free(buf);
-            return FG_EINVAL;
-        }
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            buf[n++] = (unsigned char)(acc >> bits);
-            acc &= (1u << bits) - 1;
-        }
-    }
-    if (acc != 0) { /* leftover bits must be zero (canonical encoding) */
-        free(buf);
-        return FG_EINVAL;
-    }
-    *out = buf;
-    *out_len = n;
-    return FG_OK;
-}
-
 /* ---- signatures -------------------------------------------------------- */
 
 /* libjwt's name of each algorithm of the table. */

@@ -15,4 +15,66 @@
 redisContext *fg_redis_connect_raw(const fg_redis_t *r, bool blocking_reads, char *why,
                                    size_t whylen);
 
+/* ---- backoff: redis.c's pool slots and the informers' writers ------------------------ */
+
+typedef struct {
+    uint64_t delay_ns;    /* the last wait (0: no failure since the last success) */
+    uint64_t retry_at_ns; /* no attempt before this */
+} backoff_t;
+
+/* A failure: the next attempt waits twice the last wait, min_ns first, at most max_ns. */
+static inline void backoff_failed(backoff_t *b, uint64_t min_ns, uint64_t max_ns) {
+    b->delay_ns = b->delay_ns ? 2 * b->delay_ns : min_ns;
+    if (b->delay_ns > max_ns)
+        b->delay_ns = max_ns;
+    b->retry_at_ns = fg_now_ns() + b->delay_ns;
+}
+
+static inline void backoff_succeeded(backoff_t *b) {
+    b->delay_ns = 0;
+}
+
+static inline bool backoff_waiting(const backoff_t *b, uint64_t now_ns) {
+    return now_ns < b->retry_at_ns;
+}
+
+/* ---- the informers' writer (writer.c) ------------------------------------------------
+ *
+ * One hiredis connection of an informer thread, used by that thread alone: commands are
+ * pipelined and flushed in bounds (count and bytes), so writes cost one round trip per loop turn.
+ * After any failure the connection is dropped, `lost` is set for the owner to reset what it
+ * holds, and connecting again waits for a backoff (100 ms doubling to 2 s). */
+typedef struct {
+    const fg_redis_t *addr;           /* where and how to connect (borrowed) */
+    const char *name;                 /* the cluster, for logs and metric labels (borrowed) */
+    const fg_redis_script_t *scripts; /* loaded on every connect (borrowed) */
+    size_t nscripts;
+    fg_metric_t *m_round_trip, *m_lag; /* histograms labelled by name (borrowed) */
+    redisContext *rc;                  /* NULL while disconnected */
+    bool lost;                         /* dropped since the owner last reset */
+    backoff_t backoff;
+    size_t pending, pending_bytes; /* commands sent whose replies are unread */
+    uint64_t oldest_pending_ns;    /* when the oldest unflushed change arrived (0: none) */
+} writer_t;
+
+/* Connects when the backoff allows: true when connected (scripts loaded), false otherwise. */
+bool writer_connect(writer_t *w);
+/* Drops the connection (logging why) and starts the backoff. */
+void writer_fail(writer_t *w, const char *why);
+/* Reads every pending reply; false (and the connection dropped) on an I/O error or a NOSCRIPT;
+ * other error replies are logged (a script that refused one object). */
+bool writer_flush(writer_t *w);
+/* Pipelines a command (lens NULL: NUL-terminated arguments); flushes past the bounds. */
+void writer_append(writer_t *w, int argc, const char **argv, const size_t *lens);
+/* Pipelines ncmds commands already in RESP form (a LIST page formatted by a worker). */
+void writer_append_resp(writer_t *w, const char *resp, size_t len, size_t ncmds);
+/* A command whose reply the caller needs (pending writes are flushed first). NULL when Redis
+ * cannot be reached (the connection is then dropped); the caller frees the reply. */
+redisReply *writer_command(writer_t *w, int argc, const char **argv);
+/* Reads the replies of the last n pipelined commands into out (the caller frees them); false
+ * (connection dropped, nothing in out) on failure. */
+bool writer_replies(writer_t *w, size_t n, redisReply **out);
+/* Closes the connection without counting a failure (shutdown). */
+void writer_close(writer_t *w);
+
 #endif

@@ -38,37 +38,21 @@
 #include <string.h>
 #include <unistd.h>
 
-#define EMBED_LUA(sym, file)                                                                       \
-    __asm__(".section .rodata\n"                                                                   \
-            ".global " #sym "\n"                                                                   \
-            ".type " #sym ", @object\n"                                                            \
-            ".balign 16\n" #sym ":\n"                                                              \
-            ".incbin \"" file "\"\n"                                                               \
-            ".byte 0\n"                                                                            \
-            ".size " #sym ", . - " #sym "\n"                                                       \
-            ".previous\n");                                                                        \
-    extern const char sym[]
-
-EMBED_LUA(fg_cache_upsert_lua, "cache/cache_upsert.lua");
-EMBED_LUA(fg_cache_delete_lua, "cache/cache_delete.lua");
-EMBED_LUA(fg_cache_swap_lua, "cache/cache_swap.lua");
-EMBED_LUA(fg_cache_tmpdrop_lua, "cache/cache_tmpdrop.lua");
-EMBED_LUA(fg_cache_lease_lua, "cache/cache_lease.lua");
+FG_EMBED_FILE(fg_cache_upsert_lua, "cache/cache_upsert.lua");
+FG_EMBED_FILE(fg_cache_delete_lua, "cache/cache_delete.lua");
+FG_EMBED_FILE(fg_cache_swap_lua, "cache/cache_swap.lua");
+FG_EMBED_FILE(fg_cache_tmpdrop_lua, "cache/cache_tmpdrop.lua");
+FG_EMBED_FILE(fg_cache_lease_lua, "cache/cache_lease.lua");
 
 enum { S_UPSERT, S_DELETE, S_SWAP, S_TMPDROP, S_LEASE, S_COUNT };
 
-#define MAX_LISTS   2    /* LISTs in flight per cluster */
-#define MAX_WORKERS 4    /* LIST page workers (parse + translate), shared by the clusters */
-#define PIPE_MAX    4096 /* pipelined commands before a flush */
-/* Pipelined bytes before a flush (bounds the writer's output buffer). */
-#define PIPE_MAX_BYTES    (1024u * 1024u)
-#define TMP_TTL_MS        "3600000"
-#define EPOCH_PERIOD_NS   (1000ull * 1000000ull)
-#define HEALTH_PERIOD_NS  (5000ull * 1000000ull)
-#define BACKOFF_MIN_MS    100
-#define REDIS_BACKOFF_MIN (100ull * 1000000ull)
-#define REDIS_BACKOFF_MAX (2000ull * 1000000ull)
-#define KEY_MAX           320
+#define MAX_LISTS        2 /* LISTs in flight per cluster */
+#define MAX_WORKERS      4 /* LIST page workers (parse + translate), shared by the clusters */
+#define TMP_TTL_MS       "3600000"
+#define EPOCH_PERIOD_NS  (1000ull * 1000000ull)
+#define HEALTH_PERIOD_NS (5000ull * 1000000ull)
+#define BACKOFF_MIN_MS   100
+#define KEY_MAX          FG_CACHE_KEY_MAX
 
 typedef enum { ST_IDLE = 0, ST_WAIT, ST_LISTING, ST_WATCHING } state_t;
 typedef enum { NEXT_LIST = 0, NEXT_WATCH } next_t;
@@ -79,7 +63,7 @@ typedef struct job job_t;
 typedef struct {
     cluster_t *cl;
     const fg_kube_kind_info_t *ki;
-    char key_rv[KEY_MAX], key_sync[KEY_MAX], key_lease[KEY_MAX];
+    fg_cache_key_t key_rv, key_sync, key_lease; /* fg:rv, fg:sync and fg:lease of this informer */
     state_t st;
     next_t next;
     bool leased;
@@ -92,7 +76,7 @@ typedef struct {
     char rv[64];          /* the last resourceVersion applied */
     char *cont;           /* LIST: the continue token of the next page */
     char list_rv[64];
-    char tmp[KEY_MAX]; /* LIST: the temporary key prefix */
+    fg_cache_key_t tmp; /* LIST: the temporary key prefix ("" when none) */
     int64_t listed;
     unsigned errors;   /* consecutive failures, for the backoff */
     uint64_t list_gen; /* bumped by every LIST start and stop: stale pages are dropped */
@@ -100,28 +84,29 @@ typedef struct {
     bool fetch_done;   /* LIST: the last page was received */
 } inf_t;
 
+/* One member cluster's informers. Who touches what: fg_informers_start and _stop set up and
+ * tear down everything before the cluster thread starts and after it is joined; in between the
+ * cluster thread alone owns every field, but for `ready` (atomic, read by any thread), `done`
+ * (under done_mu, appended to by the page workers) and the read-only conf and owner. */
 struct cluster {
-    fg_informers_t *owner;
-    const fg_cluster_conf_t *conf;
-    fg_kube_client_t *kc;
-    fg_kube_loop_t *loop;
+    fg_informers_t *owner;         /* read-only */
+    const fg_cluster_conf_t *conf; /* read-only, borrowed from the configuration */
+    fg_kube_client_t *kc;          /* the cluster's API client */
+    fg_kube_loop_t *loop;          /* the curl-multi loop of its LISTs and watches */
     pthread_t thread;
-    bool started;
-    redisContext *rc;
-    bool redis_broken;
-    uint64_t redis_retry_ns, redis_backoff_ns;
-    size_t pending, pending_bytes;
-    uint64_t oldest_pending_ns;
-    char epoch[40];
-    uint64_t next_epoch_ns, next_lease_ns, next_health_ns;
-    int listing;
-    bool healthy, health_known;
-    char last_error[200];
-    uint64_t rng;
-    atomic_bool ready;
-    pthread_mutex_t done_mu;
-    job_t *done; /* LIST pages the workers finished */
-    inf_t inf[FG_KIND_COUNT];
+    bool started;   /* thread was created (start/stop only) */
+    writer_t w;     /* the Redis connection of this thread's writes */
+    char epoch[40]; /* fg:epoch as last seen ("" before the first look) */
+    uint64_t next_epoch_ns, next_lease_ns, next_health_ns; /* when each periodic task is due */
+    int listing;                                           /* LISTs in flight (at most MAX_LISTS) */
+    bool healthy;             /* the last request reached the cluster */
+    bool health_known;        /* fg:cluster was written since the last (re)connect */
+    char last_error[200];     /* why it is unreachable ("" when healthy) */
+    uint64_t rng;             /* xorshift state for jitter */
+    atomic_bool ready;        /* fg_informers_ready's answer for this cluster */
+    pthread_mutex_t done_mu;  /* guards done */
+    job_t *done;              /* LIST pages the workers finished, for apply_pages */
+    inf_t inf[FG_KIND_COUNT]; /* one informer per kind, indexed by fg_kind_t */
 };
 
 struct fg_informers {
@@ -232,147 +217,28 @@ static bool key_part_ok(const char *s) {
 
 /* ---- Redis ------------------------------------------------------------------ */
 
-static void redis_fail(cluster_t *c, const char *why) {
-    if (c->rc != NULL) {
-        FG_LOG(FG_LOG_WARN, NULL,
-               "cache: cluster %s: redis: %s (%s); informers stop until it is back", c->conf->name,
-               why, c->rc->errstr[0] ? c->rc->errstr : "error reply");
-        redisFree(c->rc);
-    }
-    c->rc = NULL;
-    c->pending = 0;
-    c->pending_bytes = 0;
-    c->oldest_pending_ns = 0;
-    c->redis_broken = true;
-    c->redis_backoff_ns = c->redis_backoff_ns ? c->redis_backoff_ns * 2 : REDIS_BACKOFF_MIN;
-    if (c->redis_backoff_ns > REDIS_BACKOFF_MAX)
-        c->redis_backoff_ns = REDIS_BACKOFF_MAX;
-    c->redis_retry_ns = fg_now_ns() + c->redis_backoff_ns;
-}
-
-/* Reads every pipelined reply. false (and the connection dropped) on an I/O error or a
- * NOSCRIPT; other error replies are logged (a script that refused one object). */
-static bool pipe_flush(cluster_t *c) {
-    if (c->rc == NULL)
-        return false;
-    c->pending_bytes = 0;
-    if (c->pending == 0)
-        return true;
-    uint64_t t0 = fg_now_ns();
-    for (; c->pending > 0; c->pending--) {
-        void *r = NULL;
-        if (redisGetReply(c->rc, &r) != REDIS_OK) {
-            redis_fail(c, "pipeline");
-            return false;
-        }
-        redisReply *rep = r;
-        bool noscript = rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOSCRIPT", 8) == 0;
-        if (rep->type == REDIS_REPLY_ERROR)
-            FG_LOG(FG_LOG_ERROR, NULL, "cache: cluster %s: redis refused a write: %s",
-                   c->conf->name, rep->str);
-        freeReplyObject(rep);
-        if (noscript) {
-            redis_fail(c, "scripts were flushed");
-            return false;
-        }
-    }
-    uint64_t now = fg_now_ns();
-    const char *l[] = {c->conf->name};
-    fg_metric_observe(m_redis, l, (double)(now - t0) / 1e9);
-    if (c->oldest_pending_ns != 0)
-        fg_metric_observe(m_lag, l, (double)(now - c->oldest_pending_ns) / 1e9);
-    c->oldest_pending_ns = 0;
-    return true;
-}
-
-static void pipe_argv(cluster_t *c, int argc, const char **argv, const size_t *lens) {
-    if (c->rc == NULL)
-        return;
-    if (redisAppendCommandArgv(c->rc, argc, argv, lens) != REDIS_OK) {
-        redis_fail(c, "append");
-        return;
-    }
-    for (int i = 0; i < argc; i++)
-        c->pending_bytes += lens[i] + 16;
-    if (++c->pending >= PIPE_MAX || c->pending_bytes >= PIPE_MAX_BYTES)
-        pipe_flush(c);
-}
-
-/* A command with NUL-terminated arguments, pipelined. */
 static void pipe_cmd(cluster_t *c, int argc, const char **argv) {
-    size_t lens[16];
-    for (int i = 0; i < argc; i++)
-        lens[i] = strlen(argv[i]);
-    pipe_argv(c, argc, argv, lens);
+    writer_append(&c->w, argc, argv, NULL);
 }
 
-/* A command whose reply the caller needs (flushes the pipeline first). NULL when Redis is
- * unreachable (the connection is then dropped); the caller frees the reply. */
-static redisReply *command(cluster_t *c, int argc, const char **argv) {
-    if (!pipe_flush(c) && c->rc == NULL)
-        return NULL;
-    size_t lens[16];
-    for (int i = 0; i < argc; i++)
-        lens[i] = strlen(argv[i]);
-    uint64_t t0 = fg_now_ns();
-    redisReply *rep = redisCommandArgv(c->rc, argc, argv, lens);
-    if (rep == NULL) {
-        redis_fail(c, "command");
-        return NULL;
-    }
-    const char *l[] = {c->conf->name};
-    fg_metric_observe(m_redis, l, (double)(fg_now_ns() - t0) / 1e9);
-    if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOSCRIPT", 8) == 0) {
-        freeReplyObject(rep);
-        redis_fail(c, "scripts were flushed");
-        return NULL;
-    }
-    return rep;
-}
-
+/* Connects the writer when it is due; after a (re)connect, the epoch first, then the leases: an
+ * informer taken now lists or resumes knowing whether Redis lost its data, and is not relisted a
+ * second time by the next epoch check. fg:cluster is written again: Redis may have lost it. */
 static void redis_connect(cluster_t *c) {
-    fg_informers_t *o = c->owner;
-    char why[256];
-    redisContext *rc = fg_redis_connect_raw(o->redis_addr, false, why, sizeof why);
-    if (rc == NULL) {
-        c->redis_broken = true;
-        c->redis_backoff_ns = c->redis_backoff_ns ? c->redis_backoff_ns * 2 : REDIS_BACKOFF_MIN;
-        if (c->redis_backoff_ns > REDIS_BACKOFF_MAX)
-            c->redis_backoff_ns = REDIS_BACKOFF_MAX;
-        c->redis_retry_ns = fg_now_ns() + c->redis_backoff_ns;
+    if (!writer_connect(&c->w))
         return;
-    }
-    c->rc = rc;
-    for (int i = 0; i < S_COUNT && c->rc != NULL; i++) {
-        const char *a[] = {"SCRIPT", "LOAD", o->scripts[i].source};
-        redisReply *r = command(c, 3, a);
-        if (r == NULL)
-            return;
-        bool ok = r->type == REDIS_REPLY_STRING;
-        freeReplyObject(r);
-        if (!ok) {
-            redis_fail(c, "SCRIPT LOAD refused");
-            return;
-        }
-    }
-    if (c->rc == NULL)
-        return;
-    c->redis_broken = false;
-    c->redis_backoff_ns = 0;
-    /* the epoch first, then the leases: an informer taken now lists or resumes knowing
-     * whether Redis lost its data, and is not relisted a second time by the next epoch check */
     c->next_epoch_ns = 0;
     c->next_lease_ns = 0;
-    c->health_known = false; /* write fg:cluster again: Redis may have lost it */
-    FG_LOG(FG_LOG_INFO, NULL, "cache: cluster %s: redis connected", c->conf->name);
+    c->health_known = false;
 }
 
 /* ---- cluster health and sync state ------------------------------------------ */
 
 static void write_health(cluster_t *c) {
-    char ms[24], key[KEY_MAX];
+    char ms[24];
+    fg_cache_key_t k;
+    const char *key = fg_cache_key_cluster(&k, c->conf->name);
     snprintf(ms, sizeof ms, "%lld", (long long)fg_wall_ms());
-    snprintf(key, sizeof key, "fg:cluster:%s", c->conf->name);
     const char *region = c->conf->region ? c->conf->region : "";
     if (c->healthy) {
         const char *a[] = {"HSET",          key,    "zone",      c->conf->zone,
@@ -417,10 +283,10 @@ static void cluster_failed(cluster_t *c, const fg_kube_error_t *err) {
 
 static void sync_state(inf_t *in, const char *state, const char *error) {
     if (error != NULL) {
-        const char *a[] = {"HSET", in->key_sync, "state", state, "lastError", error};
+        const char *a[] = {"HSET", in->key_sync.s, "state", state, "lastError", error};
         pipe_cmd(in->cl, 6, a);
     } else {
-        const char *a[] = {"HSET", in->key_sync, "state", state};
+        const char *a[] = {"HSET", in->key_sync.s, "state", state};
         pipe_cmd(in->cl, 4, a);
     }
 }
@@ -431,12 +297,12 @@ static void start_list(inf_t *in);
 static void start_watch(inf_t *in);
 
 static void drop_tmp(inf_t *in) {
-    if (in->tmp[0] == '\0')
+    if (in->tmp.s[0] == '\0')
         return;
     const fg_redis_script_t *s = &in->cl->owner->scripts[S_TMPDROP];
-    const char *a[] = {"EVALSHA", s->sha1, "0", in->tmp};
+    const char *a[] = {"EVALSHA", s->sha1, "0", in->tmp.s};
     pipe_cmd(in->cl, 4, a);
-    in->tmp[0] = '\0';
+    in->tmp.s[0] = '\0';
 }
 
 /* Ends whatever the informer does (not from inside its own watch callback). */
@@ -477,7 +343,7 @@ static void reset_all(cluster_t *c) {
         in->leased = false;
     }
     c->listing = 0;
-    c->redis_broken = false;
+    c->w.lost = false;
     atomic_store(&c->ready, false);
 }
 
@@ -540,7 +406,7 @@ static void start_list(inf_t *in) {
     cluster_t *c = in->cl;
     char nonce[17];
     random_hex(c, nonce, sizeof nonce);
-    snprintf(in->tmp, sizeof in->tmp, "fg:t:%s:%s:%s:", c->conf->name, in->ki->resource, nonce);
+    fg_cache_key_relist(&in->tmp, c->conf->name, in->ki->resource, nonce);
     in->st = ST_LISTING;
     c->listing++;
     in->list_gen++;
@@ -808,9 +674,10 @@ static void finish_list(inf_t *in) {
     snprintf(ms, sizeof ms, "%lld", (long long)fg_wall_ms());
     snprintf(count, sizeof count, "%lld", (long long)in->listed);
     const fg_redis_script_t *s = &c->owner->scripts[S_SWAP];
-    const char *a[] = {"EVALSHA",     s->sha1, "2",         in->key_rv, in->key_sync, in->ki->name,
-                       c->conf->name, in->tmp, in->list_rv, ms,         count};
-    redisReply *r = command(c, 11, a);
+    const char *a[] = {"EVALSHA",      s->sha1,      "2",           in->key_rv.s,
+                       in->key_sync.s, in->ki->name, c->conf->name, in->tmp.s,
+                       in->list_rv,    ms,           count};
+    redisReply *r = writer_command(&c->w, 11, a);
     if (r == NULL)
         return; /* Redis lost: reset_all follows */
     bool ok = r->type == REDIS_REPLY_INTEGER;
@@ -827,7 +694,7 @@ static void finish_list(inf_t *in) {
         schedule(in, NEXT_LIST, backoff_ms(in), "error");
         return;
     }
-    in->tmp[0] = '\0';
+    in->tmp.s[0] = '\0';
     snprintf(in->rv, sizeof in->rv, "%s", in->list_rv);
     in->synced = true;
     in->errors = 0;
@@ -848,7 +715,7 @@ static void apply_pages(cluster_t *c) {
         job_t *j = list;
         list = j->next;
         inf_t *in = j->in;
-        if (j->gen != in->list_gen || in->st != ST_LISTING || c->rc == NULL) {
+        if (j->gen != in->list_gen || in->st != ST_LISTING || c->w.rc == NULL) {
             job_free(j); /* a list that was abandoned meanwhile */
             continue;
         }
@@ -861,17 +728,11 @@ static void apply_pages(cluster_t *c) {
             relist(in, backoff_ms(in), "error");
             continue;
         }
-        if (j->resp.len > 0 &&
-            redisAppendFormattedCommand(c->rc, j->resp.data, j->resp.len) != REDIS_OK) {
-            job_free(j);
-            redis_fail(c, "append");
-            continue;
-        }
-        c->pending += j->ncmds;
+        writer_append_resp(&c->w, j->resp.data, j->resp.len, j->ncmds);
         in->listed += j->listed;
         job_free(j);
-        if (!pipe_flush(c))
-            continue; /* the jobs left are dropped above: c->rc is NULL */
+        if (!writer_flush(&c->w))
+            continue; /* the jobs left are dropped above: c->w.rc is NULL */
         if (in->cont != NULL && in->req == NULL && in->pages_out < MAX_PAGES_OUT)
             request_page(in);
         else if (in->fetch_done && in->pages_out == 0)
@@ -885,7 +746,7 @@ static void on_page(void *ud, fg_kube_watch_t *req, int rc, char *body, size_t l
     cluster_t *c = in->cl;
     fg_kube_watch_free(req);
     in->req = NULL;
-    if (c->redis_broken || c->rc == NULL) {
+    if (c->w.lost || c->w.rc == NULL) {
         free(body);
         return; /* reset_all takes it from here */
     }
@@ -928,7 +789,7 @@ static void on_page(void *ud, fg_kube_watch_t *req, int rc, char *body, size_t l
     j->gen = in->list_gen;
     j->body = body;
     j->len = len;
-    snprintf(j->tmp, sizeof j->tmp, "%s", in->tmp);
+    snprintf(j->tmp, sizeof j->tmp, "%s", in->tmp.s);
     in->pages_out++;
     in->fetch_done = in->cont == NULL;
     submit(c->owner, j);
@@ -990,22 +851,23 @@ static void apply_event(inf_t *in, const fg_kube_event_t *ev) {
         s = &c->owner->scripts[S_UPSERT];
         text = fg_json_dumps(t, &len);
     }
-    char ko[KEY_MAX], ki[KEY_MAX], ks[KEY_MAX], ms[24];
-    snprintf(ko, sizeof ko, "fg:o:%s:%s:%s", in->ki->name, c->conf->name, scope);
-    snprintf(ki, sizeof ki, "fg:i:%s:%s:%s", in->ki->name, c->conf->name, scope);
-    snprintf(ks, sizeof ks, "fg:s:%s:%s", in->ki->name, c->conf->name);
+    fg_cache_key_t ko, ki, ks;
+    char ms[24];
+    fg_cache_key_objects(&ko, in->ki->name, c->conf->name, scope);
+    fg_cache_key_index(&ki, in->ki->name, c->conf->name, scope);
+    fg_cache_key_scopes(&ks, in->ki->name, c->conf->name);
     snprintf(ms, sizeof ms, "%lld", (long long)fg_wall_ms());
-    const char *a[] = {
-        "EVALSHA",  s->sha1,        "5",           ko,          ki,    ks,
-        in->key_rv, in->key_sync,   name,          text,        scope, ev->resource_version,
-        ms,         app ? app : "", c->conf->name, in->ki->name};
+    const char *a[] = {"EVALSHA", s->sha1,        "5",           ko.s,
+                       ki.s,      ks.s,           in->key_rv.s,  in->key_sync.s,
+                       name,      text,           scope,         ev->resource_version,
+                       ms,        app ? app : "", c->conf->name, in->ki->name};
     size_t lens[16];
     for (int i = 0; i < 16; i++)
         lens[i] = strlen(a[i]);
     lens[9] = len;
-    if (c->oldest_pending_ns == 0)
-        c->oldest_pending_ns = fg_now_ns();
-    pipe_argv(c, 16, a, lens);
+    if (c->w.oldest_pending_ns == 0)
+        c->w.oldest_pending_ns = fg_now_ns();
+    writer_append(&c->w, 16, a, lens);
     free(text);
     json_decref(t);
 }
@@ -1013,7 +875,7 @@ static void apply_event(inf_t *in, const fg_kube_event_t *ev) {
 static int on_event(void *ud, const fg_kube_event_t *ev) {
     inf_t *in = ud;
     cluster_t *c = in->cl;
-    if (c->redis_broken || c->rc == NULL)
+    if (c->w.lost || c->w.rc == NULL)
         return FG_ERR; /* stop: Redis decides where to resume once it is back */
     count3(m_events, in, fg_kube_event_type_name(ev->type));
     if (!c->healthy)
@@ -1027,7 +889,7 @@ static int on_event(void *ud, const fg_kube_event_t *ev) {
             in->gone = ev->error != NULL && fg_kube_error_is_gone(ev->error);
             return FG_ERR;
         case FG_KUBE_EV_BOOKMARK: {
-            const char *a[] = {"SET", in->key_rv, ev->resource_version};
+            const char *a[] = {"SET", in->key_rv.s, ev->resource_version};
             pipe_cmd(c, 3, a);
             break;
         }
@@ -1046,7 +908,7 @@ static void on_watch_done(void *ud, fg_kube_watch_t *w, int rc, const fg_kube_er
     fg_kube_watch_free(w);
     in->req = NULL;
     in->st = ST_IDLE;
-    if (c->redis_broken || c->rc == NULL)
+    if (c->w.lost || c->w.rc == NULL)
         return;
     if (in->gone || fg_kube_error_is_gone(err)) {
         FG_LOG(FG_LOG_INFO, NULL, "cache: cluster %s: %s: rv %s is gone: relisting", c->conf->name,
@@ -1087,8 +949,8 @@ static void on_watch_done(void *ud, fg_kube_watch_t *w, int rc, const fg_kube_er
 /* The informer just got its lease: resume from fg:rv, or list. */
 static void on_lease(inf_t *in) {
     cluster_t *c = in->cl;
-    const char *a[] = {"GET", in->key_rv};
-    redisReply *r = command(c, 2, a);
+    const char *a[] = {"GET", in->key_rv.s};
+    redisReply *r = writer_command(&c->w, 2, a);
     if (r == NULL)
         return;
     bool have = r->type == REDIS_REPLY_STRING && r->len > 0 && r->len < sizeof in->rv;
@@ -1111,29 +973,22 @@ static void on_lease(inf_t *in) {
 static void lease_tick(cluster_t *c) {
     fg_informers_t *o = c->owner;
     const fg_redis_script_t *s = &o->scripts[S_LEASE];
-    if (!pipe_flush(c))
+    if (!writer_flush(&c->w))
         return;
     for (int k = 0; k < FG_KIND_COUNT; k++) {
-        const char *a[] = {"EVALSHA",     s->sha1,     "1",   c->inf[k].key_lease,
+        const char *a[] = {"EVALSHA",     s->sha1,     "1",   c->inf[k].key_lease.s,
                            o->replica_id, o->lease_px, "take"};
         pipe_cmd(c, 7, a);
     }
-    if (c->rc == NULL)
+    redisReply *reps[FG_KIND_COUNT];
+    if (!writer_replies(&c->w, FG_KIND_COUNT, reps))
         return;
     bool got[FG_KIND_COUNT];
     for (int k = 0; k < FG_KIND_COUNT; k++) {
-        void *r = NULL;
-        if (redisGetReply(c->rc, &r) != REDIS_OK) {
-            redis_fail(c, "lease");
-            return;
-        }
-        redisReply *rep = r;
-        got[k] = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
-        freeReplyObject(rep);
+        got[k] = reps[k]->type == REDIS_REPLY_INTEGER && reps[k]->integer == 1;
+        freeReplyObject(reps[k]);
     }
-    c->pending = 0;
-    c->pending_bytes = 0;
-    for (int k = 0; k < FG_KIND_COUNT && c->rc != NULL; k++) {
+    for (int k = 0; k < FG_KIND_COUNT && c->w.rc != NULL; k++) {
         inf_t *in = &c->inf[k];
         if (got[k] && !in->leased) {
             in->leased = true;
@@ -1151,20 +1006,20 @@ static void lease_tick(cluster_t *c) {
 
 static void epoch_tick(cluster_t *c) {
     c->next_epoch_ns = fg_now_ns() + EPOCH_PERIOD_NS;
-    const char *get[] = {"GET", "fg:epoch"};
-    redisReply *r = command(c, 2, get);
+    const char *get[] = {"GET", FG_CACHE_KEY_EPOCH};
+    redisReply *r = writer_command(&c->w, 2, get);
     if (r == NULL)
         return;
     if (r->type != REDIS_REPLY_STRING) {
         freeReplyObject(r);
         char fresh[33];
         random_hex(c, fresh, sizeof fresh);
-        const char *set[] = {"SET", "fg:epoch", fresh, "NX"};
-        r = command(c, 4, set);
+        const char *set[] = {"SET", FG_CACHE_KEY_EPOCH, fresh, "NX"};
+        r = writer_command(&c->w, 4, set);
         if (r == NULL)
             return;
         freeReplyObject(r);
-        r = command(c, 2, get);
+        r = writer_command(&c->w, 2, get);
         if (r == NULL)
             return;
     }
@@ -1192,17 +1047,17 @@ static void release_leases(cluster_t *c) {
     fg_informers_t *o = c->owner;
     const fg_redis_script_t *s = &o->scripts[S_LEASE];
     for (int k = 0; k < FG_KIND_COUNT; k++) {
-        const char *a[] = {"EVALSHA",     s->sha1,     "1",      c->inf[k].key_lease,
+        const char *a[] = {"EVALSHA",     s->sha1,     "1",      c->inf[k].key_lease.s,
                            o->replica_id, o->lease_px, "release"};
         pipe_cmd(c, 7, a);
     }
-    pipe_flush(c);
+    writer_flush(&c->w);
 }
 
 /* ---- the cluster thread -------------------------------------------------------------- */
 
 static void timers(cluster_t *c, uint64_t now) {
-    for (int k = 0; k < FG_KIND_COUNT && c->rc != NULL; k++) {
+    for (int k = 0; k < FG_KIND_COUNT && c->w.rc != NULL; k++) {
         inf_t *in = &c->inf[k];
         if (in->st != ST_WAIT || now < in->wait_until_ns)
             continue;
@@ -1226,33 +1081,32 @@ static void *cluster_main(void *arg) {
     fg_informers_t *o = c->owner;
     while (!atomic_load(&o->stop)) {
         uint64_t now = fg_now_ns();
-        if (c->redis_broken && c->rc == NULL)
+        if (c->w.lost && c->w.rc == NULL)
             reset_all(c);
-        if (c->rc == NULL && now >= c->redis_retry_ns)
+        if (c->w.rc == NULL)
             redis_connect(c);
-        if (c->rc != NULL) {
+        if (c->w.rc != NULL) {
             if (now >= c->next_epoch_ns)
                 epoch_tick(c);
-            if (c->rc != NULL && now >= c->next_lease_ns)
+            if (c->w.rc != NULL && now >= c->next_lease_ns)
                 lease_tick(c);
-            if (c->rc != NULL && c->health_known && now >= c->next_health_ns && c->healthy)
+            if (c->w.rc != NULL && c->health_known && now >= c->next_health_ns && c->healthy)
                 write_health(c);
             timers(c, now);
         }
-        atomic_store(&c->ready, c->rc != NULL && (all_synced(c) || !c->healthy));
-        if (fg_kube_loop_run(c->loop, c->rc != NULL ? 50 : 100, NULL) != FG_OK) {
+        atomic_store(&c->ready, c->w.rc != NULL && (all_synced(c) || !c->healthy));
+        if (fg_kube_loop_run(c->loop, c->w.rc != NULL ? 50 : 100, NULL) != FG_OK) {
             FG_LOG(FG_LOG_ERROR, NULL, "cache: cluster %s: the event loop failed", c->conf->name);
             break;
         }
         apply_pages(c);
-        if (c->rc != NULL)
-            pipe_flush(c);
+        if (c->w.rc != NULL)
+            writer_flush(&c->w);
     }
     reset_all(c);
-    if (c->rc != NULL) {
+    if (c->w.rc != NULL) {
         release_leases(c);
-        redisFree(c->rc);
-        c->rc = NULL;
+        writer_close(&c->w);
     }
     return NULL;
 }
@@ -1341,6 +1195,12 @@ int fg_informers_start(fg_informers_t **out, const fg_config_t *cfg, fg_buf_t *e
         cluster_t *c = &o->clusters[i];
         c->owner = o;
         c->conf = &cfg->clusters[i];
+        c->w = (writer_t){.addr = o->redis_addr,
+                          .name = c->conf->name,
+                          .scripts = o->scripts,
+                          .nscripts = S_COUNT,
+                          .m_round_trip = m_redis,
+                          .m_lag = m_lag};
         pthread_mutex_init(&c->done_mu, NULL);
         atomic_init(&c->ready, false);
         fg_random_bytes(&c->rng, sizeof c->rng);
@@ -1360,9 +1220,9 @@ int fg_informers_start(fg_informers_t **out, const fg_config_t *cfg, fg_buf_t *e
             inf_t *in = &c->inf[k];
             in->cl = c;
             in->ki = fg_kube_kind_info((fg_kind_t)k);
-            snprintf(in->key_rv, KEY_MAX, "fg:rv:%s:%s", c->conf->name, in->ki->resource);
-            snprintf(in->key_sync, KEY_MAX, "fg:sync:%s:%s", c->conf->name, in->ki->resource);
-            snprintf(in->key_lease, KEY_MAX, "fg:lease:%s:%s", c->conf->name, in->ki->resource);
+            fg_cache_key_rv(&in->key_rv, c->conf->name, in->ki->resource);
+            fg_cache_key_sync(&in->key_sync, c->conf->name, in->ki->resource);
+            fg_cache_key_lease(&in->key_lease, c->conf->name, in->ki->resource);
         }
     }
     /* LIST page workers: one per core, 1 to MAX_WORKERS */

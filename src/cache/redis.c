@@ -25,9 +25,8 @@
 typedef struct {
     pthread_mutex_t mu;
     redisContext *ctx;
-    uint64_t retry_at_ns; /* no connect attempt before this */
-    uint64_t backoff_ns;
-    char why[128]; /* the last connect or command failure, for fg_redis_query's callers */
+    backoff_t backoff; /* no connect attempt before backoff.retry_at_ns */
+    char why[128];     /* the last connect or command failure, for fg_redis_query's callers */
 } slot_t;
 
 struct fg_redis {
@@ -145,10 +144,7 @@ static void drop(fg_redis_t *r, slot_t *s) {
     if (s->ctx)
         redisFree(s->ctx);
     s->ctx = NULL;
-    s->backoff_ns = s->backoff_ns ? s->backoff_ns * 2 : BACKOFF_MIN_NS;
-    if (s->backoff_ns > BACKOFF_MAX_NS)
-        s->backoff_ns = BACKOFF_MAX_NS;
-    s->retry_at_ns = fg_now_ns() + s->backoff_ns;
+    backoff_failed(&s->backoff, BACKOFF_MIN_NS, BACKOFF_MAX_NS);
     atomic_fetch_add(&r->failures, 1);
 }
 
@@ -164,7 +160,7 @@ static bool setup_ok(redisReply *rep) {
 static int ensure(fg_redis_t *r, slot_t *s) {
     if (s->ctx)
         return FG_OK;
-    if (fg_now_ns() < s->retry_at_ns)
+    if (backoff_waiting(&s->backoff, fg_now_ns()))
         return FG_EIO;
     redisContext *c = r->unix_socket ? redisConnectUnixWithTimeout(r->host, r->timeout)
                                      : redisConnectWithTimeout(r->host, r->port, r->timeout);
@@ -186,7 +182,7 @@ static int ensure(fg_redis_t *r, slot_t *s) {
         drop(r, s);
         return FG_EIO;
     }
-    s->backoff_ns = 0;
+    backoff_succeeded(&s->backoff);
     return FG_OK;
 }
 
@@ -316,7 +312,7 @@ int fg_redis_pipeline(fg_redis_t *r, size_t ncmds, const size_t *argcs,
         outs[i] = NULL;
     pthread_mutex_lock(&s->mu);
     if (ensure(r, s) != FG_OK) {
-        set_why(why, whylen, s, s->ctx == NULL && fg_now_ns() < s->retry_at_ns);
+        set_why(why, whylen, s, s->ctx == NULL && backoff_waiting(&s->backoff, fg_now_ns()));
         rc = FG_EIO;
         goto out;
     }

@@ -131,134 +131,142 @@ static const char *check_audit_log(const char *v) {
 
 /* ---- the tables -------------------------------------------------------- */
 
+/* One macro a kind of row (as Redis's createIntConfig() and friends), so a row names only what
+ * its kind uses and a table reads as a list of keys. */
+#define KEY_STRING(n, field, def, chk)                                                             \
+    { .name = n, .kind = K_STRING, .offset = field, .def_string = def, .check = chk }
+#define KEY_REQUIRED_STRING(n, field, chk)                                                         \
+    { .name = n, .kind = K_STRING, .offset = field, .check = chk, .required = true }
+#define KEY_INT(n, field, def, lo, hi)                                                             \
+    { .name = n, .kind = K_INT, .offset = field, .def_int = def, .min = lo, .max = hi }
+#define KEY_BOOL(n, field, def)                                                                    \
+    { .name = n, .kind = K_BOOL, .offset = field, .def_int = def }
+#define KEY_OBJECT(n, table)                                                                       \
+    { .name = n, .kind = K_OBJECT, .sub = &table }
+/* An array of at most hi objects, each filled through table into a new element. */
+#define KEY_ARRAY(n, field, count_field, hi, table)                                                \
+    {                                                                                              \
+        .name = n, .kind = K_ARRAY, .offset = field, .count_offset = count_field, .max = hi,       \
+        .sub = &table                                                                              \
+    }
+#define KEY_REQUIRED_STRINGS(n, field, count_field, lo, hi, chk)                                   \
+    {                                                                                              \
+        .name = n, .kind = K_STRINGS, .offset = field, .count_offset = count_field, .min = lo,     \
+        .max = hi, .check = chk, .required = true                                                  \
+    }
+/* A table of rows; elem_size is the element's size when it fills array elements, else 0. */
+#define TABLE(rows, elem_size)                                                                     \
+    { rows, sizeof rows / sizeof rows[0], elem_size }
+
 #define CFG(f) offsetof(fg_config_t, f)
 #define CL(f)  offsetof(fg_cluster_conf_t, f)
+#define AK(f)  offsetof(fg_auth_key_conf_t, f)
 
 static const key_t_ cluster_keys[] = {
-    {"name", K_STRING, CL(name), NULL, 0, 0, 0, check_dns1123, NULL, 0, true},
-    {"region", K_STRING, CL(region), "", 0, 0, 0, NULL, NULL, 0, false},
-    {"zone", K_STRING, CL(zone), NULL, 0, 0, 0, check_nonempty, NULL, 0, true},
-    {"url", K_STRING, CL(url), NULL, 0, 0, 0, check_http_url, NULL, 0, true},
-    {"token_file", K_STRING, CL(token_file), NULL, 0, 0, 0, check_readable, NULL, 0, false},
-    {"client_cert_file", K_STRING, CL(client_cert_file), NULL, 0, 0, 0, check_readable, NULL, 0,
-     false},
-    {"client_key_file", K_STRING, CL(client_key_file), NULL, 0, 0, 0, check_readable, NULL, 0,
-     false},
-    {"ca_file", K_STRING, CL(ca_file), NULL, 0, 0, 0, check_readable, NULL, 0, false},
-    {"insecure_skip_tls_verify", K_BOOL, CL(insecure_skip_tls_verify), NULL, 0, 0, 0, NULL, NULL, 0,
-     false},
+    KEY_REQUIRED_STRING("name", CL(name), check_dns1123),
+    KEY_STRING("region", CL(region), "", NULL),
+    KEY_REQUIRED_STRING("zone", CL(zone), check_nonempty),
+    KEY_REQUIRED_STRING("url", CL(url), check_http_url),
+    KEY_STRING("token_file", CL(token_file), NULL, check_readable),
+    KEY_STRING("client_cert_file", CL(client_cert_file), NULL, check_readable),
+    KEY_STRING("client_key_file", CL(client_key_file), NULL, check_readable),
+    KEY_STRING("ca_file", CL(ca_file), NULL, check_readable),
+    KEY_BOOL("insecure_skip_tls_verify", CL(insecure_skip_tls_verify), false),
 };
-
-static const table_t cluster_table = {cluster_keys, sizeof cluster_keys / sizeof cluster_keys[0],
-                                      sizeof(fg_cluster_conf_t)};
+static const table_t cluster_table = TABLE(cluster_keys, sizeof(fg_cluster_conf_t));
 
 static const key_t_ limits_keys[] = {
-    {"max_body_bytes", K_INT, CFG(max_body_bytes), NULL, 1 << 20, 1, 64 << 20, NULL, NULL, 0, 0},
-    {"max_connections", K_INT, CFG(max_connections), NULL, 1024, 1, 100000, NULL, NULL, 0, 0},
-    {"connection_timeout_s", K_INT, CFG(connection_timeout_s), NULL, 30, 1, 3600, NULL, NULL, 0, 0},
-    {"header_timeout_s", K_INT, CFG(header_timeout_s), NULL, 10, 1, 3600, NULL, NULL, 0, 0},
-    {"body_timeout_s", K_INT, CFG(body_timeout_s), NULL, 60, 1, 3600, NULL, NULL, 0, 0},
-    {"max_connections_per_client", K_INT, CFG(max_connections_per_client), NULL, 256, 0, 100000,
-     NULL, NULL, 0, 0},
-    {"drain_timeout_s", K_INT, CFG(drain_timeout_s), NULL, 10, 0, 600, NULL, NULL, 0, 0},
+    KEY_INT("max_body_bytes", CFG(max_body_bytes), 1 << 20, 1, 64 << 20),
+    KEY_INT("max_connections", CFG(max_connections), 1024, 1, 100000),
+    KEY_INT("connection_timeout_s", CFG(connection_timeout_s), 30, 1, 3600),
+    KEY_INT("header_timeout_s", CFG(header_timeout_s), 10, 1, 3600),
+    KEY_INT("body_timeout_s", CFG(body_timeout_s), 60, 1, 3600),
+    KEY_INT("max_connections_per_client", CFG(max_connections_per_client), 256, 0, 100000),
+    KEY_INT("drain_timeout_s", CFG(drain_timeout_s), 10, 0, 600),
 };
-static const table_t limits_table = {limits_keys, sizeof limits_keys / sizeof limits_keys[0], 0};
+static const table_t limits_table = TABLE(limits_keys, 0);
 
 static const key_t_ redis_keys[] = {
-    {"url", K_STRING, CFG(redis_url), "redis://127.0.0.1:6379/0", 0, 0, 0, check_redis_url, NULL, 0,
-     0},
+    KEY_STRING("url", CFG(redis_url), "redis://127.0.0.1:6379/0", check_redis_url),
 };
-static const table_t redis_table = {redis_keys, sizeof redis_keys / sizeof redis_keys[0], 0};
+static const table_t redis_table = TABLE(redis_keys, 0);
 
 static const key_t_ log_keys[] = {
-    {"level", K_STRING, CFG(log_level), "info", 0, 0, 0, check_log_level, NULL, 0, 0},
-    {"access_log", K_BOOL, CFG(access_log), NULL, 1, 0, 0, NULL, NULL, 0, 0},
+    KEY_STRING("level", CFG(log_level), "info", check_log_level),
+    KEY_BOOL("access_log", CFG(access_log), true),
 };
-static const table_t log_table = {log_keys, sizeof log_keys / sizeof log_keys[0], 0};
-
-#define AK(f) offsetof(fg_auth_key_conf_t, f)
+static const table_t log_table = TABLE(log_keys, 0);
 
 static const key_t_ auth_key_keys[] = {
-    {"kid", K_STRING, AK(kid), NULL, 0, 0, 0, check_nonempty, NULL, 0, false},
-    {"pem_file", K_STRING, AK(pem_file), NULL, 0, 0, 0, check_readable, NULL, 0, true},
-    {"algs", K_STRINGS, AK(algs), NULL, 0, 1, 5, check_jwt_alg, NULL, AK(nalgs), true},
+    KEY_STRING("kid", AK(kid), NULL, check_nonempty),
+    KEY_REQUIRED_STRING("pem_file", AK(pem_file), check_readable),
+    KEY_REQUIRED_STRINGS("algs", AK(algs), AK(nalgs), 1, 5, check_jwt_alg),
 };
-static const table_t auth_key_table = {
-    auth_key_keys, sizeof auth_key_keys / sizeof auth_key_keys[0], sizeof(fg_auth_key_conf_t)};
+static const table_t auth_key_table = TABLE(auth_key_keys, sizeof(fg_auth_key_conf_t));
 
 static const key_t_ auth_keys[] = {
-    {"issuer", K_STRING, CFG(auth.issuer), NULL, 0, 0, 0, check_nonempty, NULL, 0, 0},
-    {"audience", K_STRING, CFG(auth.audience), NULL, 0, 0, 0, check_nonempty, NULL, 0, 0},
-    {"leeway_s", K_INT, CFG(auth.leeway_s), NULL, 30, 0, 300, NULL, NULL, 0, 0},
-    {"keys", K_ARRAY, CFG(auth.keys), NULL, 0, 0, 64, NULL, &auth_key_table, CFG(auth.nkeys), 0},
-    {"jwks_file", K_STRING, CFG(auth.jwks_file), NULL, 0, 0, 0, check_readable, NULL, 0, 0},
-    {"projects_claim", K_STRING, CFG(auth.projects_claim), "projects", 0, 0, 0, check_claim_name,
-     NULL, 0, 0},
-    {"groups_claim", K_STRING, CFG(auth.groups_claim), "groups", 0, 0, 0, check_claim_name, NULL, 0,
-     0},
-    {"admin_group", K_STRING, CFG(auth.admin_group), "fleetgate-admins", 0, 0, 0, check_nonempty,
-     NULL, 0, 0},
-    {"token_cache_entries", K_INT, CFG(auth.token_cache_entries), NULL, 4096, 0, 1 << 20, NULL,
-     NULL, 0, 0},
-    {"audit_log", K_STRING, CFG(auth.audit_log), "-", 0, 0, 0, check_audit_log, NULL, 0, 0},
-    {"metrics_public", K_BOOL, CFG(auth.metrics_public), NULL, 1, 0, 0, NULL, NULL, 0, 0},
+    KEY_STRING("issuer", CFG(auth.issuer), NULL, check_nonempty),
+    KEY_STRING("audience", CFG(auth.audience), NULL, check_nonempty),
+    KEY_INT("leeway_s", CFG(auth.leeway_s), 30, 0, 300),
+    KEY_ARRAY("keys", CFG(auth.keys), CFG(auth.nkeys), 64, auth_key_table),
+    KEY_STRING("jwks_file", CFG(auth.jwks_file), NULL, check_readable),
+    KEY_STRING("projects_claim", CFG(auth.projects_claim), "projects", check_claim_name),
+    KEY_STRING("groups_claim", CFG(auth.groups_claim), "groups", check_claim_name),
+    KEY_STRING("admin_group", CFG(auth.admin_group), "fleetgate-admins", check_nonempty),
+    KEY_INT("token_cache_entries", CFG(auth.token_cache_entries), 4096, 0, 1 << 20),
+    KEY_STRING("audit_log", CFG(auth.audit_log), "-", check_audit_log),
+    KEY_BOOL("metrics_public", CFG(auth.metrics_public), true),
 };
-static const table_t auth_table = {auth_keys, sizeof auth_keys / sizeof auth_keys[0], 0};
+static const table_t auth_table = TABLE(auth_keys, 0);
 
-#define RATE_INT(name, field, def, min, max)                                                       \
-    { name, K_INT, CFG(rate.field), NULL, def, min, max, NULL, NULL, 0, 0 }
+/* rate_limits.* and cache.* keys are named as their fields are. */
+#define RATE_INT(field, def, lo, hi)  KEY_INT(#field, CFG(rate.field), def, lo, hi)
+#define CACHE_INT(field, def, lo, hi) KEY_INT(#field, CFG(cache.field), def, lo, hi)
+/* A rate-limit class is two keys, C_per_minute and C_burst, with the same ranges in every class. */
+#define RATE_CLASS(c, per_minute, burst)                                                           \
+    RATE_INT(c##_per_minute, per_minute, 1, 60000000), RATE_INT(c##_burst, burst, 1, 1000000)
 
 static const key_t_ rate_keys[] = {
-    {"enabled", K_BOOL, CFG(rate.enabled), NULL, 1, 0, 0, NULL, NULL, 0, 0},
-    RATE_INT("read_per_minute", read_per_minute, 6000, 1, 60000000),
-    RATE_INT("read_burst", read_burst, 200, 1, 1000000),
-    RATE_INT("write_per_minute", write_per_minute, 600, 1, 60000000),
-    RATE_INT("write_burst", write_burst, 50, 1, 1000000),
-    RATE_INT("project_read_per_minute", project_read_per_minute, 60000, 1, 60000000),
-    RATE_INT("project_read_burst", project_read_burst, 2000, 1, 1000000),
-    RATE_INT("project_write_per_minute", project_write_per_minute, 6000, 1, 60000000),
-    RATE_INT("project_write_burst", project_write_burst, 200, 1, 1000000),
-    RATE_INT("streams_per_principal", streams_per_principal, 8, 1, 10000),
-    RATE_INT("stream_lease_s", stream_lease_s, 60, 5, 3600),
-    RATE_INT("list_item_cost_milli", list_item_cost_milli, 10, 0, 1000000),
-    RATE_INT("redis_timeout_ms", redis_timeout_ms, 50, 1, 10000),
-    RATE_INT("refusals_per_minute", refusals_per_minute, 600, 1, 60000000),
-    RATE_INT("refusal_burst", refusal_burst, 100, 1, 1000000),
+    KEY_BOOL("enabled", CFG(rate.enabled), true),
+    RATE_CLASS(read, 6000, 200),
+    RATE_CLASS(write, 600, 50),
+    RATE_CLASS(project_read, 60000, 2000),
+    RATE_CLASS(project_write, 6000, 200),
+    RATE_INT(streams_per_principal, 8, 1, 10000),
+    RATE_INT(stream_lease_s, 60, 5, 3600),
+    RATE_INT(list_item_cost_milli, 10, 0, 1000000),
+    RATE_INT(redis_timeout_ms, 50, 1, 10000),
+    RATE_INT(refusals_per_minute, 600, 1, 60000000),
+    RATE_INT(refusal_burst, 100, 1, 1000000),
 };
-static const table_t rate_table = {rate_keys, sizeof rate_keys / sizeof rate_keys[0], 0};
-
-#define CACHE_INT(name, field, def, min, max)                                                      \
-    { name, K_INT, CFG(cache.field), NULL, def, min, max, NULL, NULL, 0, 0 }
+static const table_t rate_table = TABLE(rate_keys, 0);
 
 static const key_t_ cache_keys[] = {
-    {"enabled", K_BOOL, CFG(cache.enabled), NULL, 1, 0, 0, NULL, NULL, 0, 0},
-    CACHE_INT("lease_ms", lease_ms, 15000, 300, 600000),
-    CACHE_INT("list_page_size", list_page_size, 500, 1, 10000),
-    CACHE_INT("watch_timeout_s", watch_timeout_s, 300, 1, 3600),
-    CACHE_INT("resync_backoff_max_ms", resync_backoff_max_ms, 30000, 10, 600000),
-    CACHE_INT("redis_timeout_ms", redis_timeout_ms, 1000, 1, 60000),
-    CACHE_INT("mirror_mb", mirror_mb, 64, 0, 65536),
-    {"replica_id", K_STRING, CFG(cache.replica_id), NULL, 0, 0, 0, check_nonempty, NULL, 0, 0},
+    KEY_BOOL("enabled", CFG(cache.enabled), true),
+    CACHE_INT(lease_ms, 15000, 300, 600000),
+    CACHE_INT(list_page_size, 500, 1, 10000),
+    CACHE_INT(watch_timeout_s, 300, 1, 3600),
+    CACHE_INT(resync_backoff_max_ms, 30000, 10, 600000),
+    CACHE_INT(redis_timeout_ms, 1000, 1, 60000),
+    CACHE_INT(mirror_mb, 64, 0, 65536),
+    KEY_STRING("replica_id", CFG(cache.replica_id), NULL, check_nonempty),
 };
-static const table_t cache_table = {cache_keys, sizeof cache_keys / sizeof cache_keys[0], 0};
+static const table_t cache_table = TABLE(cache_keys, 0);
 
 static const key_t_ top_keys[] = {
-    {"listen", K_STRING, CFG(listen), "127.0.0.1:8080", 0, 0, 0, check_listen, NULL, 0, 0},
-    {"workers", K_INT, CFG(workers), NULL, 4, 1, 256, NULL, NULL, 0, 0},
-    {"limits", K_OBJECT, 0, NULL, 0, 0, 0, NULL, &limits_table, 0, 0},
-    {"redis", K_OBJECT, 0, NULL, 0, 0, 0, NULL, &redis_table, 0, 0},
-    {"log", K_OBJECT, 0, NULL, 0, 0, 0, NULL, &log_table, 0, 0},
-    {"openapi_file", K_STRING, CFG(openapi_file), "api/openapi.yaml", 0, 0, 0, check_nonempty, NULL,
-     0, 0},
-    {"docs_file", K_STRING, CFG(docs_file), "build/docs/index.html", 0, 0, 0, check_nonempty, NULL,
-     0, 0},
-    {"clusters", K_ARRAY, CFG(clusters), NULL, 0, 0, 64, NULL, &cluster_table, CFG(nclusters), 0},
-    {"auth", K_OBJECT, 0, NULL, 0, 0, 0, NULL, &auth_table, 0, 0},
-    {"rate_limits", K_OBJECT, 0, NULL, 0, 0, 0, NULL, &rate_table, 0, 0},
-    {"cache", K_OBJECT, 0, NULL, 0, 0, 0, NULL, &cache_table, 0, 0},
+    KEY_STRING("listen", CFG(listen), "127.0.0.1:8080", check_listen),
+    KEY_INT("workers", CFG(workers), 4, 1, 256),
+    KEY_OBJECT("limits", limits_table),
+    KEY_OBJECT("redis", redis_table),
+    KEY_OBJECT("log", log_table),
+    KEY_STRING("openapi_file", CFG(openapi_file), "api/openapi.yaml", check_nonempty),
+    KEY_STRING("docs_file", CFG(docs_file), "build/docs/index.html", check_nonempty),
+    KEY_ARRAY("clusters", CFG(clusters), CFG(nclusters), 64, cluster_table),
+    KEY_OBJECT("auth", auth_table),
+    KEY_OBJECT("rate_limits", rate_table),
+    KEY_OBJECT("cache", cache_table),
 };
-static const table_t top_table = {top_keys, sizeof top_keys / sizeof top_keys[0],
-                                  sizeof(fg_config_t)};
+static const table_t top_table = TABLE(top_keys, sizeof(fg_config_t));
 
 /* ---- the walker -------------------------------------------------------- */
 

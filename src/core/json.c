@@ -1,6 +1,7 @@
-/* core/json.c: loading untrusted JSON. jansson already refuses duplicate keys on request;
- * the depth bound is ours, checked by a pre-scan, because jansson's own limit (2048) is far
- * deeper than any fleetgate document and deep nesting costs stack in every consumer. */
+/* core/json.c: loading untrusted JSON, serialising, and the one name of each JSON type for error
+ * texts. jansson already refuses duplicate keys on request; the depth bound is ours, checked by
+ * a pre-scan, because jansson's own limit (2048) is far deeper than any fleetgate document and
+ * deep nesting costs stack in every consumer. */
 #include "fleetgate/core.h"
 
 #include <stdio.h>
@@ -104,4 +105,14 @@ json_t *fg_json_string_clean(const char *s, size_t n, size_t max, bool *cut) {
     if (cut && was_cut)
         *cut = true;
     return j;
+}
+
+static const char *const type_names[] = {
+    [JSON_OBJECT] = "object",   [JSON_ARRAY] = "array", [JSON_STRING] = "string",
+    [JSON_INTEGER] = "integer", [JSON_REAL] = "number", [JSON_TRUE] = "boolean",
+    [JSON_FALSE] = "boolean",   [JSON_NULL] = "null",
+};
+
+const char *fg_json_type_name(const json_t *j) {
+    return j ? type_names[json_typeof(j)] : "nothing";
 }

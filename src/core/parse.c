@@ -71,6 +71,16 @@ int fg_parse_hostport(const char *s, char **host_out, uint16_t *port_out) {
     return FG_OK;
 }
 
+bool fg_is_dns1123_chars(const char *s, size_t len, size_t max) {
+    if (len == 0 || len > max)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+              s[i] == '.'))
+            return false;
+    return true;
+}
+
 bool fg_is_dns1123_label(const char *s, size_t len) {
     if (len == 0 || len > 63)
         return false;

@@ -1,4 +1,4 @@
-/* core/util.c: clocks, randomness and whole-file reads: the small system interfaces that
+/* core/util.c: clocks, randomness, whole-file reads and base64url: the small interfaces that
  * every module needs and that tests may want to reason about in one place. */
 #include "fleetgate/core.h"
 
@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -84,4 +85,83 @@ out:
     free(data);
     close(fd);
     return rc;
+}
+
+/* ---- base64url --------------------------------------------------------- */
+
+static const char b64url_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+size_t fg_b64url_encode(const void *in, size_t n, char *out) {
+    const unsigned char *b = in;
+    size_t j = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)b[i] << 16;
+        if (i + 1 < n)
+            v |= (uint32_t)b[i + 1] << 8;
+        if (i + 2 < n)
+            v |= b[i + 2];
+        out[j++] = b64url_alphabet[(v >> 18) & 63];
+        out[j++] = b64url_alphabet[(v >> 12) & 63];
+        if (i + 1 < n)
+            out[j++] = b64url_alphabet[(v >> 6) & 63];
+        if (i + 2 < n)
+            out[j++] = b64url_alphabet[v & 63];
+    }
+    out[j] = '\0';
+    return j;
+}
+
+static int b64_value(unsigned char c) {
+    const char *p = c ? memchr(b64url_alphabet, c, 64) : NULL;
+    return p ? (int)(p - b64url_alphabet) : -1;
+}
+
+int fg_b64url_decode(const char *in, size_t len, unsigned char **out, size_t *out_len) {
+    if (len % 4 == 1)
+        return FG_EINVAL;
+    unsigned char *buf = fg_xmalloc(len / 4 * 3 + 3);
+    size_t n = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < len; i++) {
+        int v = b64_value((unsigned char)in[i]);
+        if (v < 0) {
+            free(buf);
+            return FG_EINVAL;
+        }
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            buf[n++] = (unsigned char)(acc >> bits);
+            acc &= (1u << bits) - 1;
+        }
+    }
+    if (acc != 0) { /* leftover bits must be zero (canonical encoding) */
+        free(buf);
+        return FG_EINVAL;
+    }
+    *out = buf;
+    *out_len = n;
+    return FG_OK;
+}
+
+/* ---- hashing ----------------------------------------------------------- */
+
+/* A 64-bit hash of bytes (8 at a time, then a final mix); two seeds give 128 bits. */
+uint64_t fg_hash64(const void *data, size_t n, uint64_t h) {
+    const unsigned char *p = data;
+    const uint64_t m = 0x9e3779b97f4a7c15ull;
+    h ^= n * m;
+    for (; n >= 8; n -= 8, p += 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ (w * m)) * 0xff51afd7ed558ccdull;
+        h ^= h >> 29;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, n);
+    h = (h ^ (w * m)) * 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 32);
 }

@@ -1,12 +1,15 @@
-/* http/problem.c: the one table of problem kinds (RFC 9457 problem details) and the document
- * builder. Rows are append-only: a kind keeps its number, status and type URI forever, because
- * clients and tests match on them. */
+/* http/problem.c: the one table of problem kinds (RFC 9457 problem details), the document
+ * builder and the one path that sends a problem (fg_reply_problem, and fg_reply_problem_ext with
+ * extension members). Rows are append-only: a kind keeps its number, status and type URI
+ * forever, because clients and tests match on them. */
 #include "fleetgate/http.h"
 
 #include <string.h>
 
 /* A problem member built from a client's input is cut here (the path can be 32 KiB). */
 #define FG_PROBLEM_FIELD_MAX 2048
+#include <stdarg.h>
+#include <stdio.h>
 
 typedef struct {
     unsigned status;
@@ -75,4 +78,37 @@ json_t *fg_problem_new(fg_problem_t kind, const char *detail, const char *reques
     if (request_id)
         json_object_set_new(p, "requestId", json_string(request_id));
     return p;
+}
+
+static int reply_problem(fg_req_t *req, fg_problem_t kind, json_t *ext, const char *detail_fmt,
+                         va_list ap) {
+    char detail[1024];
+    if (detail_fmt)
+        vsnprintf(detail, sizeof detail, detail_fmt, ap);
+    json_t *p = fg_problem_new(kind, detail_fmt ? detail : NULL, fg_req_id(req), fg_req_path(req));
+    if (ext) {
+        json_object_update_missing(p, ext);
+        json_decref(ext);
+    }
+    size_t len;
+    char *text = fg_json_dumps(p, &len);
+    json_decref(p);
+    return fg_reply_take(req, fg_problem_status(kind), "application/problem+json", text, len);
+}
+
+int fg_reply_problem(fg_req_t *req, fg_problem_t kind, const char *detail_fmt, ...) {
+    va_list ap;
+    va_start(ap, detail_fmt);
+    int rc = reply_problem(req, kind, NULL, detail_fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int fg_reply_problem_ext(fg_req_t *req, fg_problem_t kind, json_t *ext, const char *detail_fmt,
+                         ...) {
+    va_list ap;
+    va_start(ap, detail_fmt);
+    int rc = reply_problem(req, kind, ext, detail_fmt, ap);
+    va_end(ap);
+    return rc;
 }

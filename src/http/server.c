@@ -5,7 +5,7 @@
  * call (request id, route match, draining check, declared body size), collects the body within
  * its limit on the middle calls, and dispatches on the last call: answering only then keeps
  * keep-alive working (see ../shared/STYLE.md on MHD 0.9.75). The completion callback writes
- * the access-log line, records metrics and frees the request with its cleanup list.
+ * the access-log line, records metrics and frees the request.
  *
  * Slow clients: MHD's idle timeout restarts with every byte, so a client trickling one header
  * line every few seconds would hold its connection forever. A watchdog thread bounds the time
@@ -78,17 +78,11 @@ typedef struct {
     char *name, *value;
 } header_t;
 
-typedef struct {
-    void (*fn)(void *);
-    void *ptr;
-} cleanup_t;
-
 #define MAX_REPLY_HEADERS 16
 #define ACCESS_PATH_MAX   2048         /* bytes of the path in an access-log line */
 #define TARGET_MAX        (16u << 10)  /* the request target; longer: 414 */
 #define HEAD_MAX          (32u << 10)  /* request line and header fields; larger: 431 */
 #define MHD_POOL_BYTES    (128u << 10) /* per connection, above HEAD_MAX (see the top) */
-#define MAX_CLEANUPS      16
 
 struct fg_req {
     fg_http_server_t *srv;
@@ -112,8 +106,6 @@ struct fg_req {
     bool replied;
     header_t headers[MAX_REPLY_HEADERS];
     size_t nheaders;
-    cleanup_t cleanups[MAX_CLEANUPS];
-    size_t ncleanups;
     char *principal;  /* shown in the access log; NULL when anonymous */
     void *gate_state; /* the gate's per-request object */
     void (*gate_state_free)(void *);
@@ -195,14 +187,6 @@ void *fg_req_gate_state(const fg_req_t *req) {
     return req->gate_state;
 }
 
-void fg_req_defer(fg_req_t *req, void (*fn)(void *), void *ptr) {
-    if (req->ncleanups == MAX_CLEANUPS)
-        abort(); /* a programming error: a handler registers a bounded number of cleanups */
-    req->cleanups[req->ncleanups].fn = fn;
-    req->cleanups[req->ncleanups].ptr = ptr;
-    req->ncleanups++;
-}
-
 void fg_req_add_header(fg_req_t *req, const char *name, const char *value) {
     if (req->nheaders == MAX_REPLY_HEADERS)
         abort();
@@ -268,22 +252,6 @@ int fg_reply_static(fg_req_t *req, unsigned status, const char *content_type, co
 int fg_reply_take(fg_req_t *req, unsigned status, const char *content_type, char *data,
                   size_t len) {
     return queue(req, status, content_type, data, len, MHD_RESPMEM_MUST_FREE);
-}
-
-int fg_reply_problem(fg_req_t *req, fg_problem_t kind, const char *detail_fmt, ...) {
-    char detail[1024];
-    if (detail_fmt) {
-        va_list ap;
-        va_start(ap, detail_fmt);
-        vsnprintf(detail, sizeof detail, detail_fmt, ap);
-        va_end(ap);
-    }
-    json_t *p = fg_problem_new(kind, detail_fmt ? detail : NULL, req->id, req->path);
-    size_t len;
-    char *text = fg_json_dumps(p, &len);
-    json_decref(p);
-    return queue(req, fg_problem_status(kind), "application/problem+json", text, len,
-                 MHD_RESPMEM_MUST_FREE);
 }
 
 static int reply_audit_unavailable(fg_req_t *req) {
@@ -659,8 +627,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (srv->opts.access_log)
         access_log(req, seconds);
 
-    for (size_t i = req->ncleanups; i > 0; i--)
-        req->cleanups[i - 1].fn(req->cleanups[i - 1].ptr);
     if (req->gate_state && req->gate_state_free)
         req->gate_state_free(req->gate_state);
     free(req->principal);

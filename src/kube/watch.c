@@ -90,26 +90,6 @@ __attribute__((format(printf, 4, 5))) static int fail(fg_kube_watch_parser_t *p,
     return rc;
 }
 
-static const char *json_type_name(const json_t *j) {
-    switch (json_typeof(j)) {
-        case JSON_OBJECT:
-            return "object";
-        case JSON_ARRAY:
-            return "array";
-        case JSON_STRING:
-            return "string";
-        case JSON_INTEGER:
-        case JSON_REAL:
-            return "number";
-        case JSON_TRUE:
-        case JSON_FALSE:
-            return "boolean";
-        case JSON_NULL:
-            return "null";
-    }
-    return "?";
-}
-
 /* Validates one complete event text and hands it to the callback. */
 static int deliver(fg_kube_watch_parser_t *p) {
     int rc = FG_OK;
@@ -144,7 +124,7 @@ static int deliver(fg_kube_watch_parser_t *p) {
     }
     if (!json_is_object(object)) {
         rc = fail(p, FG_EINVAL, FG_KUBE_REASON_BAD_STREAM, "object: not an object (got %s)",
-                  json_type_name(object));
+                  fg_json_type_name(object));
         goto out;
     }
     fg_kube_event_t ev = {.type = event_types[t].type, .object = object};

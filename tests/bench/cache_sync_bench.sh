@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tests/bench/cache_sync_bench.sh (make bench-cache): the informers against one big cluster.
+# tests/bench/cache_sync_bench.sh (make bench-cache, or FG_BUILD=build tests/bench/cache_sync_bench.sh):
+# the informers against one big cluster.
 #   1. initial sync (LIST pages of BENCH_PAGE_SIZE, default 500): kubesim seeded with BENCH_PODS
 #      pods (120,000) and BENCH_NODES nodes (3,000)
 #      in namespace "bench"; fleetgate started on an empty Redis; seconds until every
@@ -13,7 +14,7 @@
 # Everything runs on 127.0.0.1 with free ports and a private directory, removed at the end.
 set -euo pipefail
 
-BUILD=${BUILD:-build}
+build=${FG_BUILD:-build}
 PODS=${BENCH_PODS:-120000}
 NODES=${BENCH_NODES:-3000}
 RUNS=${BENCH_RUNS:-3}
@@ -41,7 +42,7 @@ free_port() {
     done
 }
 
-echo "== cache bench: $PODS pods, $NODES nodes, LIST pages of $PAGE (build $BUILD)"
+echo "== cache bench: $PODS pods, $NODES nodes, LIST pages of $PAGE (build $build)"
 rport=$(free_port)
 redis-server --port "$rport" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
     >"$dir/redis.log" 2>&1 &
@@ -50,7 +51,7 @@ for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sle
 
 kport=$(free_port)
 t0=$(date +%s.%N)
-"$BUILD/kubesim" --clusters 1 --base-port "$kport" --token "$TOKEN" --tls-dir "$dir/tls" \
+"$build/kubesim" --clusters 1 --base-port "$kport" --token "$TOKEN" --tls-dir "$dir/tls" \
     --history 1000000 --heartbeat-ms 3600000 --seed-nodes "$NODES" --seed-pods "$PODS" \
     --seed-namespace bench \
     >"$dir/kubesim.out" 2>"$dir/kubesim.err" &
@@ -79,14 +80,14 @@ cat >"$dir/fleetgate.json" <<JSON
 }
 JSON
 
-probe() { "$BUILD/bench/cache_probe" "$url" "$ca" "$dir/token" "$rport" "$CLUSTER" "$@"; }
+probe() { "$build/bench/cache_probe" "$url" "$ca" "$dir/token" "$rport" "$CLUSTER" "$@"; }
 admin() {
     curl -sS --cacert "$ca" -H "Authorization: Bearer $TOKEN" -X POST -d "$2" "$url/_kubesim/$1" >/dev/null
 }
 
 fg_pid=
 start_fleetgate() {
-    "$BUILD/fleetgate" -c "$dir/fleetgate.json" >>"$dir/fleetgate.log" 2>&1 &
+    "$build/fleetgate" -c "$dir/fleetgate.json" >>"$dir/fleetgate.log" 2>&1 &
     fg_pid=$!
     pids+=($fg_pid)
 }

@@ -2,9 +2,9 @@
 # kubesim at scale (not in make test): seeds one cluster with --seed-nodes/--seed-pods, reports
 # the seed time (kubesim's own line), the time to ready, RSS after seeding, and the time of a
 # LIST of all pods paged with limit=500 end to end (and one unpaged LIST).
-#   KUBESIM=build/kubesim tests/bench/kubesim_bench.sh [NODES] [PODS]
+#   make kubesim-bench  (or FG_BUILD=build tests/bench/kubesim_bench.sh [NODES] [PODS])
 set -eu
-KUBESIM=${KUBESIM:-build/kubesim}
+build=${FG_BUILD:-build}
 NODES=${1:-3000}
 PODS=${2:-120000}
 tmp=$(mktemp -d /tmp/kubesim-bench-XXXXXX)
@@ -13,7 +13,7 @@ cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null;
 trap cleanup EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 t0=$(date +%s.%N)
-"$KUBESIM" --clusters 1 --base-port "$port" --token bench --tls-dir "$tmp/tls" \
+"$build/kubesim" --clusters 1 --base-port "$port" --token bench --tls-dir "$tmp/tls" \
     --seed-nodes "$NODES" --seed-pods "$PODS" >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 until grep -q "url https://" "$tmp/out" 2>/dev/null; do

@@ -81,16 +81,9 @@ static void init(void) {
 }
 
 static void b64url(const unsigned char *in, size_t n, fg_buf_t *out) {
-    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)in[i + 1] << 8;
-        if (i + 2 < n)
-            v |= in[i + 2];
-        char c[4] = {a[(v >> 18) & 63], a[(v >> 12) & 63], a[(v >> 6) & 63], a[v & 63]};
-        fg_buf_append(out, c, i + 2 < n ? 4 : i + 1 < n ? 3 : 2);
-    }
+    char *text = fg_xmalloc(FG_B64URL_LEN(n) + 1);
+    fg_buf_append(out, text, fg_b64url_encode(in, n, text));
+    free(text);
 }
 
 /* header.payload.signature over payload bytes, ES256 with the fuzzer's key. */

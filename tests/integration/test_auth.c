@@ -11,6 +11,7 @@
 #include "testhttp.h"
 #include "testjwt.h"
 #include "testredis.h"
+#include "testmain.h"
 
 #include <check.h>
 #include <signal.h>
@@ -663,9 +664,5 @@ static Suite *auth_suite(void) {
 
 int main(void) {
     fg_log_set_level(FG_LOG_ERROR);
-    SRunner *sr = srunner_create(auth_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(auth_suite());
 }

@@ -7,6 +7,7 @@
 #include "fleetgate/auth.h"
 #include "testhttp.h"
 #include "testjwt.h"
+#include "testmain.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -392,9 +393,5 @@ static Suite *gate_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(gate_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(gate_suite());
 }

@@ -3,6 +3,7 @@
 #include "fleetgate/core.h"
 #include "testhttp.h"
 #include "testredis.h"
+#include "testmain.h"
 
 #include <check.h>
 #include <fcntl.h>
@@ -307,9 +308,5 @@ static Suite *daemon_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(daemon_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(daemon_suite());
 }

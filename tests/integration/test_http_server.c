@@ -1,8 +1,10 @@
 /* Integration tests of the HTTP core: a real server (in this process, on a free port) with a
  * small route table, called over HTTP with libcurl and raw sockets. Covers the dispatcher's
- * generic answers (400, 404, 405, 413, 415, 503), request ids, keep-alive and draining. */
+ * generic answers (400, 404, 405, 413, 415, 503), problems with extension members, request ids,
+ * keep-alive and draining. */
 #include "fleetgate/http.h"
 #include "testhttp.h"
+#include "testmain.h"
 
 #include <check.h>
 #include <poll.h>
@@ -26,6 +28,12 @@ static int h_forgets_to_reply(fg_req_t *req) {
     return FG_OK;
 }
 
+/* A problem with extension members; the "status" member cannot replace the standard one. */
+static int h_problem_ext(fg_req_t *req) {
+    json_t *ext = json_pack("{s:[{s:s}],s:i}", "errors", "parameter", "limit", "status", 200);
+    return fg_reply_problem_ext(req, FG_PROBLEM_INVALID, ext, "limit must be %d..%d", 1, 1000);
+}
+
 static const fg_route_t routes[] = {
     {.method = "POST", .pattern = "/echo", .handler = h_echo, .body = FG_BODY_JSON},
     {.method = "POST",
@@ -36,6 +44,7 @@ static const fg_route_t routes[] = {
     {.method = "POST", .pattern = "/maybe", .handler = h_echo, .body = FG_BODY_JSON_OPTIONAL},
     {.method = "GET", .pattern = "/v1/projects/{project}", .handler = h_hello},
     {.method = "GET", .pattern = "/broken", .handler = h_forgets_to_reply},
+    {.method = "GET", .pattern = "/problem-ext", .handler = h_problem_ext},
 };
 
 static fg_http_server_t *srv;
@@ -220,6 +229,21 @@ START_TEST(handler_without_reply_gets_500) {
     th_resp_t r;
     call("GET", "/broken", NULL, NULL, 0, &r);
     json_decref(assert_problem(&r, 500, "internal"));
+    th_resp_free(&r);
+}
+END_TEST
+
+START_TEST(problem_ext_adds_members_after_the_standard_ones) {
+    th_resp_t r;
+    char ct[128];
+    const char *h[] = {"X-Request-Id: rid-1", NULL};
+    call("GET", "/problem-ext", h, NULL, 0, &r);
+    ck_assert_int_eq(r.status, 422);
+    ck_assert_str_eq(th_header(&r, "Content-Type", ct, sizeof ct), "application/problem+json");
+    ck_assert_str_eq(r.body, "{\"type\":\"urn:fleetgate:problem:invalid\",\"title\":\"Invalid "
+                             "request\",\"status\":422,\"detail\":\"limit must be 1..1000\","
+                             "\"instance\":\"/problem-ext\",\"requestId\":\"rid-1\","
+                             "\"errors\":[{\"parameter\":\"limit\"}]}");
     th_resp_free(&r);
 }
 END_TEST
@@ -562,6 +586,7 @@ static Suite *server_suite(void) {
     tcase_add_test(tc, unknown_route_gets_404);
     tcase_add_test(tc, wrong_method_gets_405_with_allow);
     tcase_add_test(tc, handler_without_reply_gets_500);
+    tcase_add_test(tc, problem_ext_adds_members_after_the_standard_ones);
     tcase_add_test(tc, request_id_echoed_when_valid_replaced_when_not);
     tcase_add_test(tc, keep_alive_serves_two_requests_on_one_connection);
     tcase_add_test(tc, drain_finishes_admitted_request_and_refuses_new_ones);
@@ -585,9 +610,5 @@ static Suite *server_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(server_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(server_suite());
 }

@@ -6,6 +6,7 @@
 #include "fleetgate/kube.h"
 #include "testhttp.h"
 #include "testredis.h"
+#include "testmain.h"
 
 #include <check.h>
 #include <fcntl.h>
@@ -886,9 +887,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tm_run(suite());
 }

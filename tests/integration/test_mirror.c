@@ -3,6 +3,7 @@
  * a write, and a Redis restart each void what they must, and the mirror comes back by itself. */
 #include "fleetgate/cache.h"
 #include "testredis.h"
+#include "testmain.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -178,9 +179,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tm_run(suite());
 }

@@ -1,6 +1,8 @@
 /* tests/support/testjwt.c: test-time keys (OpenSSL EVP) and tokens (libjwt). */
 #include "testjwt.h"
 
+#include "fleetgate/core.h"
+
 #include <jwt.h>
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
@@ -31,31 +33,12 @@ int tj_rsa_pair(const char *pub, const char *priv) {
     return rc;
 }
 
-static void b64url(const unsigned char *in, size_t n, char *out) {
-    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)in[i + 1] << 8;
-        if (i + 2 < n)
-            v |= in[i + 2];
-        out[o++] = a[(v >> 18) & 63];
-        out[o++] = a[(v >> 12) & 63];
-        if (i + 1 < n)
-            out[o++] = a[(v >> 6) & 63];
-        if (i + 2 < n)
-            out[o++] = a[v & 63];
-    }
-    out[o] = '\0';
-}
-
 static void bn_b64(const EVP_PKEY *k, const char *param, char *out) {
     BIGNUM *bn = NULL;
     unsigned char buf[512];
     EVP_PKEY_get_bn_param(k, param, &bn);
     int n = BN_bn2bin(bn, buf);
-    b64url(buf, (size_t)n, out);
+    fg_b64url_encode(buf, (size_t)n, out);
     BN_free(bn);
 }
 
@@ -68,8 +51,8 @@ static int write_jwks(tj_keys_t *k, EVP_PKEY *rsa, EVP_PKEY *ec) {
     EVP_PKEY_get_octet_string_param(ec, OSSL_PKEY_PARAM_PUB_KEY, pt, sizeof pt, &ptlen);
     if (ptlen != 65)
         return -1;
-    b64url(pt + 1, 32, x);
-    b64url(pt + 33, 32, y);
+    fg_b64url_encode(pt + 1, 32, x);
+    fg_b64url_encode(pt + 33, 32, y);
     char text[2048];
     snprintf(text, sizeof text,
              "{\"keys\": [{\"kty\": \"RSA\", \"kid\": \"jwks-rsa\", \"use\": \"sig\", \"alg\": "

@@ -3,6 +3,7 @@
  * are made at test time; tokens are signed with libjwt. */
 #include "fleetgate/auth.h"
 #include "testjwt.h"
+#include "testmain.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -458,9 +459,5 @@ static Suite *auth_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(auth_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(auth_suite());
 }

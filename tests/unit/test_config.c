@@ -1,6 +1,7 @@
 /* Unit tests of the configuration table: defaults, every rule, and the exact message each bad
  * configuration gives (operators read these; they are part of the interface). */
 #include "fleetgate/core.h"
+#include "testmain.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -194,9 +195,5 @@ static Suite *config_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(config_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(config_suite());
 }

@@ -1,6 +1,7 @@
 /* Tests of the contract check (tests/support/contract.c with tests/contract/validate.mjs): right
  * and wrong answers of the meta routes and problem documents, judged against api/openapi.yaml. */
 #include "contract.h"
+#include "testmain.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -110,9 +111,5 @@ static Suite *contract_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(contract_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tm_run(contract_suite());
 }

@@ -1,5 +1,6 @@
 /* Unit tests of core/: buffers, number parsing, bounded JSON loads, metrics rendering. */
 #include "fleetgate/core.h"
+#include "testmain.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -175,6 +176,23 @@ START_TEST(json_load_reports_where_it_broke) {
 }
 END_TEST
 
+START_TEST(json_type_names_tell_integer_from_number) {
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"{}", "object"},  {"[]", "array"},     {"\"x\"", "string"},  {"7", "integer"},
+        {"7.5", "number"}, {"true", "boolean"}, {"false", "boolean"}, {"null", "null"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *j = json_loads(cases[i].text, JSON_DECODE_ANY, NULL);
+        ck_assert_ptr_nonnull(j);
+        ck_assert_str_eq(fg_json_type_name(j), cases[i].want);
+        json_decref(j);
+    }
+    ck_assert_str_eq(fg_json_type_name(NULL), "nothing");
+}
+END_TEST
+
 START_TEST(metrics_render_counters_gauges_histograms) {
     static const char *const labels[] = {"route", NULL};
     fg_metric_t *c =
@@ -220,15 +238,12 @@ static Suite *core_suite(void) {
     tcase_add_test(tc, json_load_refuses_duplicate_keys_with_position);
     tcase_add_test(tc, json_load_refuses_deep_nesting);
     tcase_add_test(tc, json_load_reports_where_it_broke);
+    tcase_add_test(tc, json_type_names_tell_integer_from_number);
     tcase_add_test(tc, metrics_render_counters_gauges_histograms);
     suite_add_tcase(s, tc);
     return s;
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(core_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(core_suite());
 }

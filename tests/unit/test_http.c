@@ -1,6 +1,7 @@
 /* Unit tests of http/: the router (params, verbs, 404 vs 405 and Allow), the problem table and
  * request ids. The server itself is exercised over real HTTP in tests/integration. */
 #include "fleetgate/http.h"
+#include "testmain.h"
 
 #include <check.h>
 #include <string.h>
@@ -213,9 +214,5 @@ static Suite *http_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(http_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(http_suite());
 }

@@ -4,6 +4,7 @@
  * bad answers, bounds, deadlines, redirects, the bearer token, TLS verification, and watches
  * driven by fg_kube_loop_t. */
 #include "fleetgate/kube.h"
+#include "testmain.h"
 
 #include <check.h>
 #include <arpa/inet.h>
@@ -724,9 +725,5 @@ static Suite *kube_client_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(kube_client_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(kube_client_suite());
 }

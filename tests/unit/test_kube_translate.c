@@ -12,6 +12,7 @@
  * parses them, and the size of a simplified pod against the raw one (printed; asserted on the
  * realistic pods only). */
 #include "fleetgate/kube.h"
+#include "testmain.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -741,11 +742,5 @@ static Suite *kube_translate_suite(void) {
 int main(int argc, char **argv) {
     const char *env = getenv("FG_GOLDEN_UPDATE");
     update_mode = (argc > 1 && strcmp(argv[1], "--update") == 0) || (env && strcmp(env, "1") == 0);
-    SRunner *sr = srunner_create(kube_translate_suite());
-    if (update_mode)
-        srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return update_mode ? tm_run_nofork(kube_translate_suite()) : tm_run(kube_translate_suite());
 }

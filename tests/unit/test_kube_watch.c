@@ -4,6 +4,7 @@
  * Fixtures are read from $FG_SHARED/fixtures/k8s (FG_SHARED defaults to tests/, where a copy
  * of ../shared/fixtures/k8s is committed). */
 #include "fleetgate/kube.h"
+#include "testmain.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -238,6 +239,8 @@ static const struct {
      FG_KUBE_REASON_BAD_STREAM, "object: not an object (got array)", 0},
     {"object_string", "{\"type\":\"MODIFIED\",\"object\":\"pod\"}", FG_EINVAL,
      FG_KUBE_REASON_BAD_STREAM, "object: not an object (got string)", 0},
+    {"object_integer", "{\"type\":\"ADDED\",\"object\":7}", FG_EINVAL, FG_KUBE_REASON_BAD_STREAM,
+     "object: not an object (got integer)", 0},
     {"broken_json_inside_braces", "{\"type\": ADDED, \"object\": {}}", FG_EINVAL,
      FG_KUBE_REASON_BAD_STREAM, "not JSON", 0},
     {"duplicate_keys", "{\"type\":\"ADDED\",\"type\":\"DELETED\",\"object\":{}}", FG_EINVAL,
@@ -419,9 +422,5 @@ static Suite *kube_watch_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(kube_watch_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(kube_watch_suite());
 }

@@ -7,6 +7,7 @@
 #include "fleetgate/cache.h"
 #include "testhttp.h"
 #include "testredis.h"
+#include "testmain.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -399,9 +400,5 @@ static Suite *ratelimit_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(ratelimit_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(ratelimit_suite());
 }

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "ks_test.h"
+#include "testmain.h"
 
 static int64_t stat_of(ks_cluster_t *c, const char *group, const char *key) {
     call_t r;
@@ -240,9 +241,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(suite());
 }

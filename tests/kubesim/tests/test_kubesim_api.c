@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "ks_test.h"
+#include "testmain.h"
 
 START_TEST(label_selectors_match_like_the_api_server) {
     static const struct {
@@ -364,9 +365,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(suite());
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ks_test.h"
+#include "testmain.h"
 
 static ks_cluster_t *live_cluster(void) {
     ks_cluster_t *c = test_cluster(100000);
@@ -382,9 +383,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(suite());
 }

@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "ks_test.h"
+#include "testmain.h"
 
 START_TEST(create_existing_key_is_eexist_and_stale_update_is_conflict) {
     ks_store_t *s = NULL;
@@ -312,9 +313,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tm_run(suite());
 }
