@@ -262,6 +262,7 @@ typedef struct {
     int64_t max_connections_per_client; /* per client address; 0: no cap */
     int64_t drain_timeout_s;
     char *redis_url;
+    int64_t redis_call_timeout_ms; /* the read APIs' deadline for one Redis call */
     char *log_level;
     bool access_log;
     char *openapi_file;

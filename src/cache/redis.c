@@ -6,6 +6,13 @@
  * error) and starts a backoff (50 ms doubling to 2 s) during which the slot answers FG_EIO at
  * once: when Redis is down, a request pays at most one timeout per backoff period, not one per
  * call.
+ *
+ * A circuit breaker per pool: a hung Redis (stopped, swapping) accepts connections and answers
+ * nothing, so every slot would pay its own timeout on every call, pinning every worker. After a
+ * failure on any slot the pool is open: every call answers FG_EIO at once ("circuit open") for
+ * a backoff (50 ms doubling to 2 s); then one call is let through as the probe (the others keep
+ * failing fast while it runs, within PROBE_WINDOW_NS), and its success closes the circuit. The
+ * closed path costs one atomic load.
  */
 #include "cache_internal.h"
 
@@ -18,9 +25,10 @@
 #include <string.h>
 #include <strings.h>
 
-#define BACKOFF_MIN_NS (50ull * 1000000ull)
-#define BACKOFF_MAX_NS (2000ull * 1000000ull)
-#define MAX_ARGS       32
+#define BACKOFF_MIN_NS  (50ull * 1000000ull)
+#define BACKOFF_MAX_NS  (2000ull * 1000000ull)
+#define MAX_ARGS        32
+#define PROBE_WINDOW_NS (100ull * 1000000ull) /* beyond a probe's timeout: another may probe */
 
 typedef struct {
     pthread_mutex_t mu;
@@ -40,6 +48,11 @@ struct fg_redis {
     unsigned nslots;
     atomic_uint next_slot;
     atomic_uint_fast64_t failures;
+    /* the circuit breaker (see the top) */
+    atomic_bool open;
+    pthread_mutex_t breaker_mu;
+    backoff_t breaker;       /* while open: no call before breaker.retry_at_ns */
+    uint64_t probe_until_ns; /* a probe is running until then */
 };
 
 /* The slot this thread was given in each pool it used (a process has a few pools: the rate
@@ -95,6 +108,8 @@ int fg_redis_new(fg_redis_t **out, const char *url, unsigned nconns, unsigned ti
         pthread_mutex_init(&r->slots[i].mu, NULL);
     atomic_init(&r->next_slot, 0);
     atomic_init(&r->failures, 0);
+    atomic_init(&r->open, false);
+    pthread_mutex_init(&r->breaker_mu, NULL);
     *out = r;
     return FG_OK;
 }
@@ -108,6 +123,7 @@ void fg_redis_free(fg_redis_t *r) {
         pthread_mutex_destroy(&r->slots[i].mu);
     }
     free(r->slots);
+    pthread_mutex_destroy(&r->breaker_mu);
     free(r->host);
     free(r->password);
     free(r);
@@ -140,12 +156,53 @@ static slot_t *my_slot(fg_redis_t *r) {
     return &r->slots[tl_slot[i] % r->nslots];
 }
 
+/* ---- the circuit breaker ----------------------------------------------- */
+
+/* FG_OK when a call may go to Redis (the circuit is closed, or this call is the probe); FG_EIO
+ * while it is open. */
+static int breaker_admit(fg_redis_t *r) {
+    int rc = FG_OK;
+    if (!atomic_load_explicit(&r->open, memory_order_acquire))
+        return FG_OK;
+    uint64_t now = fg_now_ns();
+    uint64_t window = (uint64_t)r->timeout.tv_sec * 1000000000ull +
+                      (uint64_t)r->timeout.tv_usec * 1000ull + PROBE_WINDOW_NS;
+    pthread_mutex_lock(&r->breaker_mu);
+    if (backoff_waiting(&r->breaker, now) || now < r->probe_until_ns)
+        rc = FG_EIO;
+    else
+        r->probe_until_ns = now + window; /* this call probes */
+    pthread_mutex_unlock(&r->breaker_mu);
+    return rc;
+}
+
+static void breaker_failed(fg_redis_t *r) {
+    pthread_mutex_lock(&r->breaker_mu);
+    backoff_failed(&r->breaker, BACKOFF_MIN_NS, BACKOFF_MAX_NS);
+    r->probe_until_ns = 0;
+    atomic_store_explicit(&r->open, true, memory_order_release);
+    pthread_mutex_unlock(&r->breaker_mu);
+}
+
+static void breaker_succeeded(fg_redis_t *r) {
+    if (!atomic_load_explicit(&r->open, memory_order_acquire))
+        return;
+    pthread_mutex_lock(&r->breaker_mu);
+    backoff_succeeded(&r->breaker);
+    r->probe_until_ns = 0;
+    atomic_store_explicit(&r->open, false, memory_order_release);
+    pthread_mutex_unlock(&r->breaker_mu);
+}
+
+/* ---- connections (continued) -------------------------------------------- */
+
 static void drop(fg_redis_t *r, slot_t *s) {
     if (s->ctx)
         redisFree(s->ctx);
     s->ctx = NULL;
     backoff_failed(&s->backoff, BACKOFF_MIN_NS, BACKOFF_MAX_NS);
     atomic_fetch_add(&r->failures, 1);
+    breaker_failed(r);
 }
 
 /* A reply that is an error, or none: the caller drops the connection on NULL. */
@@ -158,6 +215,11 @@ static bool setup_ok(redisReply *rep) {
 
 /* Connects the slot (held) when it has no context; FG_EIO while backing off or on failure. */
 static int ensure(fg_redis_t *r, slot_t *s) {
+    if (breaker_admit(r) != FG_OK) {
+        snprintf(s->why, sizeof s->why, "circuit open after failures (%s:%u)", r->host,
+                 (unsigned)r->port);
+        return FG_EIO;
+    }
     if (s->ctx)
         return FG_OK;
     if (backoff_waiting(&s->backoff, fg_now_ns()))
@@ -194,6 +256,8 @@ static redisReply *run(fg_redis_t *r, slot_t *s, int argc, const char **argv) {
         snprintf(s->why, sizeof s->why, "%s (%s:%u)",
                  s->ctx->errstr[0] ? s->ctx->errstr : "no reply", r->host, (unsigned)r->port);
         drop(r, s);
+    } else {
+        breaker_succeeded(r);
     }
     return rep;
 }
@@ -331,6 +395,8 @@ int fg_redis_pipeline(fg_redis_t *r, size_t ncmds, const size_t *argcs,
         }
         outs[got] = (fg_redis_reply_t *)rep;
     }
+    if (rc == FG_OK)
+        breaker_succeeded(r);
     if (rc != FG_OK) {
         snprintf(s->why, sizeof s->why, "%s (%s:%u)",
                  s->ctx->errstr[0] ? s->ctx->errstr : "no reply", r->host, (unsigned)r->port);

@@ -188,6 +188,7 @@ static const table_t limits_table = TABLE(limits_keys, 0);
 
 static const key_t_ redis_keys[] = {
     KEY_STRING("url", CFG(redis_url), "redis://127.0.0.1:6379/0", check_redis_url),
+    KEY_INT("timeout_ms", CFG(redis_call_timeout_ms), 250, 1, 60000),
 };
 static const table_t redis_table = TABLE(redis_keys, 0);
 

@@ -10,6 +10,8 @@
 #include "testmain.h"
 
 #include <check.h>
+#include <signal.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -327,6 +329,70 @@ START_TEST(redis_restart_is_survived) {
 }
 END_TEST
 
+typedef struct {
+    fg_redis_t *r;
+    int rc;
+    uint64_t took_ns;
+} ping_t;
+
+static void *ping_main(void *arg) {
+    ping_t *p = arg;
+    const char *ping[] = {"PING"};
+    uint64_t t0 = fg_now_ns();
+    p->rc = fg_redis_command(p->r, 1, ping);
+    p->took_ns = fg_now_ns() - t0;
+    return NULL;
+}
+
+/* A hung Redis (SIGSTOP: it accepts connections and answers nothing). After the first call
+ * pays its timeout, the pool's circuit is open: calls on every slot (other threads) fail at
+ * once instead of each waiting a timeout; after SIGCONT a probe closes it again. */
+START_TEST(hung_redis_opens_the_circuit_for_every_slot) {
+    enum { TIMEOUT_MS = 400, THREADS = 6 };
+    tr_redis_t mine;
+    ck_assert_int_eq(tr_redis_start(&mine), 0);
+    fg_redis_t *r;
+    ck_assert_int_eq(fg_redis_new(&r, mine.url, THREADS + 1, TIMEOUT_MS), FG_OK);
+    const char *ping[] = {"PING"};
+    ck_assert_int_eq(fg_redis_command(r, 1, ping), FG_OK);
+    /* Every thread's slot connected while Redis was alive. */
+    ping_t p[THREADS];
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        p[i] = (ping_t){.r = r};
+        pthread_create(&t[i], NULL, ping_main, &p[i]);
+        pthread_join(t[i], NULL);
+        ck_assert_int_eq(p[i].rc, FG_OK);
+    }
+    ck_assert_int_eq(kill(mine.pid, SIGSTOP), 0);
+    ck_assert_int_eq(fg_redis_command(r, 1, ping), FG_EIO); /* pays the timeout, opens */
+    /* Fresh threads get other slots (connected, not yet failed themselves). */
+    int slow = 0;
+    for (int i = 0; i < THREADS; i++) {
+        p[i] = (ping_t){.r = r};
+        pthread_create(&t[i], NULL, ping_main, &p[i]);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        ck_assert_int_eq(p[i].rc, FG_EIO);
+        slow += p[i].took_ns >= (uint64_t)TIMEOUT_MS * 1000000ull / 2;
+    }
+    /* At most one may be a probe that waited (if the backoff passed meanwhile on a slow
+     * machine); without the breaker all of them would. */
+    ck_assert_int_le(slow, 1);
+    ck_assert_int_eq(kill(mine.pid, SIGCONT), 0);
+    int rc = FG_EIO;
+    for (int i = 0; i < 100 && rc != FG_OK; i++) {
+        rc = fg_redis_command(r, 1, ping);
+        if (rc != FG_OK)
+            usleep(50000);
+    }
+    ck_assert_int_eq(rc, FG_OK);
+    fg_redis_free(r);
+    tr_redis_stop(&mine);
+}
+END_TEST
+
 static void stream_slots(fg_ratelimit_t *rl, bool want_local) {
     char who[64];
     snprintf(who, sizeof who, "%s", unique("streamer"));
@@ -393,6 +459,7 @@ static Suite *ratelimit_suite(void) {
     tcase_add_test(tc, refused_key_is_answered_locally_until_retry_after);
     tcase_add_test(tc, refusals_per_address_are_bounded);
     tcase_add_test(tc, redis_restart_is_survived);
+    tcase_add_test(tc, hung_redis_opens_the_circuit_for_every_slot);
     tcase_add_test(tc, stream_slots_are_leased_and_released);
     tcase_add_test(tc, redis_urls);
     suite_add_tcase(s, tc);
