@@ -525,11 +525,12 @@ START_TEST(slowloris_is_cut_and_others_keep_being_served) {
     for (int i = 0; i < ATTACKERS; i++) {
         fds[i] = th_connect_from("127.0.0.2", port);
         ck_assert_int_ge(fds[i], 0);
-        send(fds[i], "GET /v1/projects/slow HTTP/1.1\r\nHost: x\r\n", 44, MSG_NOSIGNAL);
+        static const char line[] = "GET /v1/projects/slow HTTP/1.1\r\nHost: x\r\n";
+        send(fds[i], line, sizeof line - 1, MSG_NOSIGNAL);
     }
     for (int round = 0; round < ROUNDS; round++) {
         for (int i = 0; i < ATTACKERS; i++)
-            send(fds[i], "X-Slow: 1\r\n", 11, MSG_NOSIGNAL);
+            send(fds[i], "X-Slow: 1\r\n", strlen("X-Slow: 1\r\n"), MSG_NOSIGNAL);
         th_resp_t r;
         call("GET", "/v1/projects/ok", NULL, NULL, 0, &r); /* another client, meanwhile */
         ck_assert_int_eq(r.status, 200);
