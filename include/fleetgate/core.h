@@ -186,6 +186,8 @@ typedef struct {
     char *client_key_file;
     char *ca_file;
     bool insecure_skip_tls_verify;
+    char **labels; /* "key=value", for placement's clusterSelector (fed/) */
+    size_t nlabels;
 } fg_cluster_conf_t;
 
 /* A JWT verification key from a PEM file (auth.keys[]). */

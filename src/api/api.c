@@ -1,12 +1,14 @@
 /* api/api.c: the application state that handlers share, built once at start-up. */
 #include "api_internal.h"
 #include "fleetgate/cache.h"
+#include "fleetgate/fed.h"
 #include "fleetgate/kube.h"
 
 #include <stdlib.h>
 
-#define SPEC_MAX_BYTES        (8u << 20)
-#define READ_REDIS_TIMEOUT_MS 1000 /* one Redis round trip of a read; a page is a few of them */
+#define SPEC_MAX_BYTES          (8u << 20)
+#define READ_REDIS_TIMEOUT_MS   1000 /* one Redis round trip of a read; a page is a few of them */
+#define FED_SNAPSHOT_MAX_AGE_MS 1000
 
 int fg_api_new(fg_api_t **out, const fg_config_t *cfg) {
     fg_api_t *api = fg_xcalloc(1, sizeof *api);
@@ -40,6 +42,8 @@ int fg_api_new(fg_api_t **out, const fg_config_t *cfg) {
         fg_api_free(api);
         return FG_ERR;
     }
+    /* One registry snapshot a second serves every placement and cluster read. */
+    fg_fed_new(&api->fed, cfg, api->redis, FED_SNAPSHOT_MAX_AGE_MS);
     *out = api;
     return FG_OK;
 }
@@ -47,6 +51,7 @@ int fg_api_new(fg_api_t **out, const fg_config_t *cfg) {
 void fg_api_free(fg_api_t *api) {
     if (api == NULL)
         return;
+    fg_fed_free(api->fed);                 /* before the pool it borrows */
     fg_redis_mirror_free(api->pod_mirror); /* before the pool it borrows */
     fg_redis_free(api->redis);
     free(api->openapi);

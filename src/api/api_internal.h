@@ -20,6 +20,7 @@ struct fg_api {
     size_t docs_len;
     struct fg_redis *redis;             /* the read APIs' pool (reads.h); owned */
     struct fg_redis_mirror *pod_mirror; /* local copies of pods for GET; owned; NULL: off */
+    struct fg_fed *fed;                 /* the member clusters for placement (fed/); owned */
 };
 
 /* The readiness checks, in the order /readyz reports them. */

@@ -4,13 +4,15 @@
  * scope `_`); the list shows only the projects the caller holds a role in (every one for an
  * admin). A cluster is a row of the configuration; what the API says of it comes from Redis:
  * its health (fg:cluster), each cached resource's sync state (fg:sync) and its capacity, summed
- * from its cached nodes (HSCAN, a batch at a time).
+ * from its cached nodes (HSCAN, a batch at a time); what its pods request comes from fed/'s
+ * registry snapshot, the numbers placement decides on.
  */
 #include "reads.h"
 
 #include "cursor.h"
 
 #include "fleetgate/auth.h"
+#include "fleetgate/fed.h"
 #include "fleetgate/kube.h"
 
 #include <stdio.h>
@@ -180,6 +182,23 @@ static json_t *bytes_quantity(int64_t bytes) {
     return json_string(s);
 }
 
+/* What the cached pods of the cluster request (from the placement registry; zeros when it
+ * cannot be read: the rest of the answer still says what the cache holds). */
+static fg_fed_amount_t requested(fg_api_t *api, const char *cluster) {
+    fg_fed_amount_t sum = {0};
+    const fg_fed_registry_t *reg = NULL;
+    char why[256];
+    if (fg_fed_registry_get(api->fed, false, &reg, why, sizeof why) != FG_OK)
+        return sum;
+    size_t n;
+    const fg_fed_cluster_t *cl = fg_fed_registry_clusters(reg, &n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(cl[i].name, cluster) == 0)
+            sum = cl[i].requested;
+    fg_fed_registry_release(reg);
+    return sum;
+}
+
 /* One cluster as the API's Cluster, or NULL when it replied (Redis failed). */
 static json_t *cluster_or_reply(fg_req_t *req, fg_api_t *api, const fg_cluster_conf_t *cc) {
     fg_redis_batch_t *b = fg_redis_batch_new();
@@ -211,19 +230,21 @@ static json_t *cluster_or_reply(fg_req_t *req, fg_api_t *api, const fg_cluster_c
     fg_cache_cluster_t cl;
     fg_cache_cluster_read(fg_redis_batch_reply(b, first), &cl);
     fg_redis_batch_free(b);
+    fg_fed_amount_t asked = requested(api, cc->name);
     const char *h = cl.health != FG_HEALTH_HEALTHY ? "Unreachable" /* or never contacted */
                     : settling                     ? "Degraded"
                                                    : "Healthy";
     json_t *o = json_pack(
-        "{s:s,s:s,s:s,s:s,s:o,s:o,s:{s:I,s:I,s:{s:o,s:o,s:s},s:{s:o,s:o,s:s},s:{s:I,s:I}},s:o}",
+        "{s:s,s:s,s:s,s:s,s:o,s:o,s:{s:I,s:I,s:{s:o,s:o,s:o},s:{s:o,s:o,s:o},s:{s:I,s:I}},s:o}",
         "name", cc->name, "region", cc->region ? cc->region : "", "zone", cc->zone, "health", h,
         "lastContactAt", rd_time_or_null(cl.last_contact_ms), "kubernetesVersion",
         cap.kubelet[0] ? json_string(cap.kubelet) : json_null(), "capacity", "nodes",
         (json_int_t)cap.nodes, "readyNodes", (json_int_t)cap.ready, "cpu", "capacity",
-        cpu_quantity(cap.cpu_cap), "allocatable", cpu_quantity(cap.cpu_alloc), "requested", "0",
-        "memory", "capacity", bytes_quantity(cap.mem_cap), "allocatable",
-        bytes_quantity(cap.mem_alloc), "requested", "0", "pods", "capacity",
-        (json_int_t)cap.pods_cap, "running", (json_int_t)pods_cached, "sync", sync);
+        cpu_quantity(cap.cpu_cap), "allocatable", cpu_quantity(cap.cpu_alloc), "requested",
+        cpu_quantity(asked.cpu_milli), "memory", "capacity", bytes_quantity(cap.mem_cap),
+        "allocatable", bytes_quantity(cap.mem_alloc), "requested",
+        bytes_quantity(asked.memory_bytes), "pods", "capacity", (json_int_t)cap.pods_cap, "running",
+        (json_int_t)pods_cached, "sync", sync);
     if (cl.health == FG_HEALTH_UNKNOWN)
         json_object_set_new(o, "healthDetail", json_string("not contacted yet"));
     else if (cl.last_error[0])
