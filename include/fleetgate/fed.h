@@ -10,6 +10,10 @@
  *   cluster a zone first) or `Pack` (as few clusters as fit); every verdict and score is kept so
  *   the decision can be explained (dryRun, and annotations on the app's Deployments).
  *
+ * - fan-out (src/fed/fanout.c): one write sent to every chosen cluster at once (one curl multi,
+ *   a deadline per cluster), each cluster's outcome kept for the answer (ClusterOutcome) and a
+ *   member cluster's refusal turned into a problem that names it.
+ *
  * Placement is pure: a table of clusters in, a decision out, no I/O, so it is unit-tested on
  * tables and benchmarked on 64 clusters of 3,000 nodes (tests/bench/place_bench.c).
  */
@@ -17,6 +21,7 @@
 #define FLEETGATE_FED_H
 
 #include "fleetgate/core.h"
+#include "fleetgate/kube.h"
 
 #define FG_FED_MAX_CLUSTERS 64 /* the configuration allows at most 64 member clusters */
 #define FG_FED_MAX_ZONES    32 /* placement.zones has at most 32 entries */
@@ -140,5 +145,48 @@ const fg_fed_cluster_t *fg_fed_registry_clusters(const fg_fed_registry_t *reg, s
  * the wall clock staleness is measured against. FG_OK with *out (release it), or FG_EIO. */
 int fg_fed_registry_load(const fg_config_t *cfg, struct fg_redis *redis, int64_t now_ms,
                          fg_fed_registry_t **out, char *why, size_t whylen);
+
+/* ---- fan-out: one write to several clusters (src/fed/fanout.c) --------------------------------
+ */
+
+/* One cluster's part of a write. Strings and body are borrowed. */
+typedef struct {
+    const char *cluster; /* a configured cluster's name */
+    fg_kube_method_t method;
+    const char *path;   /* "/apis/apps/v1/namespaces/shop/deployments" */
+    const json_t *body; /* may be NULL */
+    bool absent_ok;     /* a 404 counts as Applied (a delete of what is gone already) */
+    bool exists_ok;     /* a 409 AlreadyExists counts as Applied (a create retried) */
+} fg_fed_write_t;
+
+typedef enum {
+    FG_FED_APPLIED = 0,
+    FG_FED_FAILED,
+    FG_FED_TIMED_OUT,
+    FG_FED_SKIPPED,
+} fg_fed_outcome_kind_t;
+
+typedef struct {
+    fg_fed_outcome_kind_t outcome;
+    long status;       /* the cluster's HTTP status; 0 when none came */
+    char reason[64];   /* its Status reason, or a FG_KUBE_REASON_* */
+    char detail[1024]; /* what it said, for the answer */
+    json_t *object;    /* Applied: the object the cluster answered (owned; outcomes_clear) */
+} fg_fed_outcome_t;
+
+/* Sends the n writes (at most FG_FED_MAX_CLUSTERS) concurrently, each bounded by deadline_ms,
+ * and fills out[i] for each. A write to a cluster that is not configured is Failed. Returns the
+ * number of writes that did not apply (0: all applied). */
+size_t fg_fed_write_all(fg_fed_t *fed, const fg_fed_write_t *w, size_t n, long deadline_ms,
+                        fg_fed_outcome_t *out);
+void fg_fed_outcomes_clear(fg_fed_outcome_t *out, size_t n);
+/* "Applied", "Failed", "TimedOut", "Skipped". */
+const char *fg_fed_outcome_name(fg_fed_outcome_kind_t k);
+/* The outcomes as the API's ClusterOutcome array (a new reference). */
+json_t *fg_fed_outcomes_json(const fg_fed_write_t *w, const fg_fed_outcome_t *out, size_t n);
+/* A sentence for a problem's detail: "1 of 3 clusters failed the write: east-b answered 503
+ * (ServiceUnavailable: ...)". *timed_out is set when every failure is a timeout (504, not 502). */
+void fg_fed_outcomes_summary(const fg_fed_write_t *w, const fg_fed_outcome_t *out, size_t n,
+                             char *buf, size_t buflen, bool *timed_out);
 
 #endif

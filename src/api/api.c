@@ -43,7 +43,10 @@ int fg_api_new(fg_api_t **out, const fg_config_t *cfg) {
         return FG_ERR;
     }
     /* One registry snapshot a second serves every placement and cluster read. */
-    fg_fed_new(&api->fed, cfg, api->redis, FED_SNAPSHOT_MAX_AGE_MS);
+    if (fg_fed_new(&api->fed, cfg, api->redis, FED_SNAPSHOT_MAX_AGE_MS) != FG_OK) {
+        fg_api_free(api);
+        return FG_EINVAL;
+    }
     *out = api;
     return FG_OK;
 }

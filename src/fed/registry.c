@@ -10,7 +10,7 @@
  * max_age_ms; snapshots are immutable and reference-counted, so a request keeps its own while
  * another thread replaces the current one.
  */
-#include "fleetgate/fed.h"
+#include "fed_internal.h"
 
 #include "fleetgate/cache.h"
 #include "fleetgate/kube.h"
@@ -42,14 +42,6 @@ struct fg_fed_registry {
     int64_t loaded_ms;
     size_t n;
     fg_fed_cluster_t cl[FG_FED_MAX_CLUSTERS];
-};
-
-struct fg_fed {
-    const fg_config_t *cfg;
-    fg_redis_t *redis;
-    int64_t max_age_ms;
-    pthread_mutex_t mu; /* guards cur and its replacement */
-    fg_fed_registry_t *cur;
 };
 
 /* ---- the node index ---------------------------------------------------------- */
@@ -293,18 +285,40 @@ void fg_fed_registry_release(const fg_fed_registry_t *reg) {
 /* ---- the shared snapshot ------------------------------------------------------ */
 
 int fg_fed_new(fg_fed_t **out, const fg_config_t *cfg, fg_redis_t *redis, int64_t max_age_ms) {
+    int rc = FG_OK;
     fg_fed_t *fed = fg_xcalloc(1, sizeof *fed);
     fed->cfg = cfg;
     fed->redis = redis;
     fed->max_age_ms = max_age_ms;
     pthread_mutex_init(&fed->mu, NULL);
+    for (size_t i = 0; i < cfg->nclusters && i < FG_FED_MAX_CLUSTERS; i++) {
+        fg_kube_error_t err;
+        rc = fg_kube_client_new(&fed->clients[i], &cfg->clusters[i], NULL, &err);
+        if (rc != FG_OK) {
+            fg_log(FG_LOG_ERROR, NULL, "fed: cluster %s: %s", cfg->clusters[i].name, err.message);
+            goto out;
+        }
+        fed->nclients = i + 1;
+    }
     *out = fed;
-    return FG_OK;
+    fed = NULL;
+out:
+    fg_fed_free(fed);
+    return rc;
+}
+
+fg_kube_client_t *fed_client(const fg_fed_t *fed, const char *cluster) {
+    for (size_t i = 0; i < fed->nclients; i++)
+        if (strcmp(fed->cfg->clusters[i].name, cluster) == 0)
+            return fed->clients[i];
+    return NULL;
 }
 
 void fg_fed_free(fg_fed_t *fed) {
     if (fed == NULL)
         return;
+    for (size_t i = 0; i < fed->nclients; i++)
+        fg_kube_client_free(fed->clients[i]);
     fg_fed_registry_release(fed->cur);
     pthread_mutex_destroy(&fed->mu);
     free(fed);
