@@ -182,6 +182,28 @@ void fg_cache_freshness_judge(const fg_cache_cluster_t *cl, const fg_cache_sync_
 /* "Current", "Stale", "Missing". */
 const char *fg_cache_freshness_name(fg_freshness_t s);
 
+/* ---- read your writes (src/cache/state.c) ------------------------------------------------
+ *
+ * A write answered by a member cluster shows in the cache once that cluster's informer applied
+ * it. A write handler waits for that before it answers, so a GET on any replica right after
+ * shows the change: the cluster's fg:rv:{cluster}:{resource} at or past the resourceVersion the
+ * write got (fg:rv never runs ahead of the objects), or, for a delete, the object's field gone. */
+typedef struct {
+    const char *cluster;
+    const char *resource; /* for rv: "deployments" */
+    const char *rv;       /* the write's resourceVersion */
+    bool gone;            /* wait for the object below to be absent instead */
+    const char *kind, *scope, *name;
+} fg_cache_wait_t;
+
+/* Whether resourceVersion have is at or past want. Both are compared as the decimal numbers
+ * etcd-backed API servers give out (Kubernetes calls them opaque; fleetgate relies on the
+ * ordering for this wait only); anything else is "not reached". */
+bool fg_cache_rv_reached(const char *have, const char *want);
+/* Polls Redis (every 2 ms, one round trip for all n, at most 64) until every wait is satisfied.
+ * FG_OK, FG_ETIMEOUT after timeout_ms, or FG_EIO when Redis cannot be read. */
+int fg_cache_wait_applied(fg_redis_t *r, const fg_cache_wait_t *w, size_t n, int timeout_ms);
+
 /* ---- batches: commands sent in one round trip (src/cache/batch.c) -------------
  *
  * A batch collects commands (their arguments copied), sends them pipelined, and keeps the

@@ -92,6 +92,9 @@ bool fg_is_dns1123_chars(const char *s, size_t len, size_t max);
 int fg_json_load(const char *data, size_t len, json_t **out, char *err, size_t errlen);
 /* Serialise compactly; the caller frees the string. Never fails (aborts on OOM). */
 char *fg_json_dumps(const json_t *j, size_t *len_out);
+/* A JSON merge patch (RFC 7396) of target (borrowed, may be NULL): a new value; objects merge
+ * recursively, null removes a member, anything else (arrays too) replaces. */
+json_t *fg_json_merge_patch(const json_t *target, const json_t *patch);
 /* The JSON type of a value, as error texts name it: "object", "array", "string", "integer",
  * "number" (a non-integer), "boolean" or "null"; "nothing" for NULL. A static string. */
 const char *fg_json_type_name(const json_t *j);

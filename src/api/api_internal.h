@@ -48,6 +48,12 @@ int fg_api_get_scaler(fg_req_t *req);
 int fg_api_list_projects(fg_req_t *req);
 int fg_api_get_project(fg_req_t *req);
 int fg_api_list_clusters(fg_req_t *req);
+
+/* The write APIs: to the member clusters through fed/, answered from the cache once it shows
+ * the change (src/api/projects.c, apps.c over writes.h). */
+int fg_api_create_project(fg_req_t *req);
+int fg_api_update_project(fg_req_t *req);
+int fg_api_delete_project(fg_req_t *req);
 int fg_api_get_cluster(fg_req_t *req);
 
 #endif

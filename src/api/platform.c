@@ -23,7 +23,7 @@
 
 /* ---- projects ----------------------------------------------------------- */
 
-static json_t *present_project(const rd_ctx_t *c, json_t *const *objs) {
+json_t *rd_present_project(const rd_ctx_t *c, json_t *const *objs) {
     static const struct {
         const char *from, *to;
     } tiers[] = {
@@ -56,6 +56,9 @@ static json_t *present_project(const rd_ctx_t *c, json_t *const *objs) {
         json_t *limits = json_object();
         rd_copy_quantity(limits, "cpu", q, "cpu", true);
         rd_copy_quantity(limits, "memory", q, "memory", false);
+        const json_t *units = json_object_get(json_object_get(f, "quotaUnits"), tiers[k].from);
+        if (json_is_integer(json_object_get(units, "pods")))
+            rd_copy(limits, "pods", units, "pods");
         json_object_set_new(quotas, tiers[k].to, json_pack("{s:o}", "limits", limits));
     }
     json_object_set_new(o, "quotas", quotas);
@@ -73,7 +76,7 @@ static json_t *project_item(const rd_ctx_t *c, const char *name, json_t *const *
     const rd_selector_t *sel = arg;
     if (!fg_auth_can(fg_auth_principal(c->req), name, FG_PERM_READ))
         return NULL; /* not one of the caller's projects */
-    json_t *o = present_project(c, objs);
+    json_t *o = rd_present_project(c, objs);
     if (!rd_selector_match(sel, json_object_get(o, "labels"))) {
         json_decref(o);
         return NULL;
@@ -102,7 +105,7 @@ int fg_api_get_project(fg_req_t *req) {
         return FG_OK;
     if (found == 0)
         return fg_reply_problem(req, FG_PROBLEM_NOT_FOUND, "no project %s", name);
-    json_t *o = present_project(&c, objs);
+    json_t *o = rd_present_project(&c, objs);
     rd_objs_free(objs, c.nparts);
     char etag[80];
     snprintf(etag, sizeof etag, "%s", rd_str(o, "version"));

@@ -172,6 +172,9 @@ void rd_copy_quantity(json_t *dst, const char *as, const json_t *src, const char
 json_t *rd_resources(const json_t *src);
 /* The API's Container list ({name, image, resources}) from simplified containers. */
 json_t *rd_spec_containers(const json_t *list);
+/* A project as the API shows it, from its namespaces (objs[i] of parts[i], NULL when absent;
+ * at least one present): a new reference (platform.c). */
+json_t *rd_present_project(const rd_ctx_t *c, json_t *const *objs);
 /* The part of c whose cluster is named (NULL when none). */
 const rd_part_t *rd_part(const rd_ctx_t *c, const char *cluster);
 

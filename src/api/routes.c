@@ -13,6 +13,9 @@
 #define READ(p, h)        GET(p, h, FG_PERM_READ, FG_RATE_READ)
 #define LIST(p, h)        GET(p, h, FG_PERM_READ, FG_RATE_LIST)
 #define ANY_READ(p, h, r) GET(p, h, FG_PERM_AUTHENTICATED, r)
+/* Writes: a JSON body (required, optional or none), the permission, the write rate class. */
+#define WRITE(m, p, h, body_, perm_)                                                               \
+    { .method = m, .pattern = p, .handler = h, .body = body_, .perm = perm_, .rate = FG_RATE_WRITE }
 
 static const fg_route_t routes[] = {
     META("/healthz", fg_api_healthz),
@@ -23,6 +26,9 @@ static const fg_route_t routes[] = {
     ANY_READ("/v1/whoami", fg_api_whoami, FG_RATE_READ),
     ANY_READ("/v1/projects", fg_api_list_projects, FG_RATE_LIST),
     READ("/v1/projects/{project}", fg_api_get_project),
+    WRITE("POST", "/v1/projects", fg_api_create_project, FG_BODY_JSON, FG_PERM_ADMIN),
+    WRITE("PATCH", "/v1/projects/{project}", fg_api_update_project, FG_BODY_JSON, FG_PERM_ADMIN),
+    WRITE("DELETE", "/v1/projects/{project}", fg_api_delete_project, FG_BODY_NONE, FG_PERM_ADMIN),
     LIST("/v1/projects/{project}/apps", fg_api_list_apps),
     READ("/v1/projects/{project}/apps/{app}", fg_api_get_app),
     LIST("/v1/projects/{project}/pods", fg_api_list_pods),

@@ -1,0 +1,401 @@
+/* Integration tests of the write path over HTTP: the daemon with its informers, a private
+ * redis-server and kubesim with three clusters in two zones (c0, c1 in zone-a; c2 in zone-b),
+ * real tokens (admin, developer, viewer), every answer checked against the contract, and
+ * kubesim's own objects and request counters checked for what reached which cluster. */
+#include "testhttp.h"
+#include "testjwt.h"
+#include "testkubesim.h"
+#include "testmain.h"
+#include "testredis.h"
+#include "contract.h"
+
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static tr_redis_t redis;
+static tj_keys_t keys;
+static tk_sim_t ks;
+static pid_t daemon_pid;
+static uint16_t port;
+static char *admin, *dev, *viewer;
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static char *token(const char *sub, const char *more) {
+    char cl[512];
+    snprintf(cl, sizeof cl,
+             "{\"iss\": \"https://id.test\", \"aud\": \"fleetgate\", \"sub\": \"%s\", "
+             "\"exp\": %ld, %s}",
+             sub, (long)time(NULL) + 3600, more);
+    char *t = tj_sign("RS256", keys.rsa_priv, "rsa1", cl);
+    ck_assert_ptr_nonnull(t);
+    return t;
+}
+
+/* One call; with check the answer must be one the contract declares. Returns the status. */
+static long call(const char *method, const char *path, const char *tok, const char *body,
+                 const char *extra, bool check, th_resp_t *r) {
+    char url[1024];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", (unsigned)port, path);
+    char *auth = tok ? fg_xasprintf("Authorization: Bearer %s", tok) : NULL;
+    const char *hdrs[5] = {NULL};
+    size_t n = 0;
+    if (auth)
+        hdrs[n++] = auth;
+    if (body)
+        hdrs[n++] = strcmp(method, "PATCH") == 0 ? "Content-Type: application/merge-patch+json"
+                                                 : "Content-Type: application/json";
+    if (extra)
+        hdrs[n++] = extra;
+    ck_assert_int_eq(th_request(method, url, hdrs, body, body ? (long)strlen(body) : -1, 0, r), 0);
+    free(auth);
+    if (check) {
+        char err[4096];
+        char *p = fg_xstrdup(path);
+        p[strcspn(p, "?")] = '\0';
+        int rc = contract_check_headers(method, p, r->status, r->headers, r->body, r->len, err,
+                                        sizeof err);
+        ck_assert_msg(rc == CONTRACT_VALID, "%s %s -> %ld: %s\n%s", method, path, r->status, err,
+                      r->body);
+        free(p);
+    }
+    return r->status;
+}
+
+static json_t *body_json(const th_resp_t *r) {
+    json_t *j = NULL;
+    ck_assert_msg(fg_json_load(r->body, r->len, &j, NULL, 0) == FG_OK, "%s", r->body);
+    return j;
+}
+
+static void wait_ready(void) {
+    for (int i = 0; i < 300; i++) {
+        th_resp_t r;
+        long s = call("GET", "/readyz", NULL, NULL, NULL, false, &r);
+        th_resp_free(&r);
+        if (s == 200)
+            return;
+        sleep_ms(50);
+    }
+    ck_abort_msg("the daemon did not become ready");
+}
+
+static void setup(void) {
+    fg_log_set_level(FG_LOG_ERROR);
+    ck_assert_int_eq(tr_redis_start(&redis), 0);
+    ck_assert_int_eq(tj_keys_make(&keys), 0);
+    static const char *const extra[] = {"--nodes", "2", "--pod-start-ms", "0", NULL};
+    ck_assert_int_eq(tk_start(&ks, 3, extra), 0);
+    char cfg[8192], cl[3][512];
+    static const char *const zones[] = {"zone-a", "zone-a", "zone-b"};
+    for (int i = 0; i < 3; i++)
+        snprintf(cl[i], sizeof cl[i],
+                 "{\"name\": \"c%d\", \"zone\": \"%s\", \"region\": \"r1\", \"url\": \"%s\","
+                 " \"token_file\": \"%s\", \"ca_file\": \"%s\", \"labels\": [\"env=%s\"]}",
+                 i, zones[i], tk_url(&ks, i), ks.token_file, ks.ca_file, i == 1 ? "dev" : "prod");
+    snprintf(cfg, sizeof cfg,
+             "{\"workers\": 4, \"redis\": {\"url\": \"%s\"},"
+             " \"log\": {\"level\": \"error\", \"access_log\": false},"
+             " \"openapi_file\": \"api/openapi.yaml\", \"docs_file\": \"/nonexistent\","
+             " \"clusters\": [%s, %s, %s],"
+             " \"auth\": {\"issuer\": \"https://id.test\", \"audience\": \"fleetgate\","
+             "  \"keys\": [{\"kid\": \"rsa1\", \"pem_file\": \"%s\", \"algs\": [\"RS256\"]}],"
+             "  \"audit_log\": \"%s/audit.log\"},"
+             " \"rate_limits\": {\"enabled\": false}}",
+             redis.url, cl[0], cl[1], cl[2], keys.rsa_pub, keys.dir);
+    char log[160];
+    snprintf(log, sizeof log, "%s/daemon.log", keys.dir);
+    daemon_pid = th_daemon_start(cfg, &port, log);
+    ck_assert_int_gt(daemon_pid, 0);
+    admin = token("ada", "\"groups\": [\"fleetgate-admins\"]");
+    dev = token("dev", "\"projects\": {\"shop\": \"developer\"}");
+    viewer = token("vera", "\"projects\": {\"shop\": \"viewer\"}");
+    wait_ready();
+}
+
+static void teardown(void) {
+    int status = th_daemon_stop(daemon_pid, SIGTERM, 5000);
+    char path[192], text[8192] = "";
+    snprintf(path, sizeof path, "%s/daemon.log", keys.dir);
+    FILE *f = status != 0 ? fopen(path, "r") : NULL;
+    if (f) {
+        text[fread(text, 1, sizeof text - 1, f)] = '\0';
+        fclose(f);
+    }
+    tk_stop(&ks);
+    tr_redis_stop(&redis);
+    tj_keys_remove(&keys);
+    free(admin);
+    free(dev);
+    free(viewer);
+    ck_assert_msg(status == 0, "the daemon exited with %d:\n%s", status, text);
+}
+
+static const char *const shop_body =
+    "{\"name\": \"shop\", \"description\": \"the shop\", \"labels\": {\"team\": \"checkout\"},"
+    " \"quotas\": {\"OnDemand\": {\"limits\": {\"cpu\": \"8\", \"memory\": \"16Gi\", \"pods\": "
+    "20}},"
+    " \"Reserved\": {\"limits\": {\"cpu\": \"500m\"}}}}";
+
+static void create_shop(void) {
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects", admin, shop_body, NULL, true, &r), 201);
+    th_resp_free(&r);
+}
+
+/* The namespace as kubesim holds it in cluster i (a new reference, NULL when absent). */
+static json_t *ks_namespace(int i, const char *name) {
+    char path[128];
+    json_t *o = NULL;
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s", name);
+    return tk_call(&ks, i, "GET", path, NULL, &o) == 200 ? o : (json_decref(o), NULL);
+}
+
+static const char *ann(const json_t *o, const char *key) {
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(o, "metadata"), "annotations"), key));
+}
+
+START_TEST(project_create_writes_every_cluster_and_reads_back) {
+    th_resp_t r;
+    ck_assert_int_eq(
+        call("POST", "/v1/projects", admin, shop_body, "X-Request-Id: create-shop-1", true, &r),
+        201);
+    json_t *p = body_json(&r);
+    char loc[128];
+    ck_assert_str_eq(th_header(&r, "Location", loc, sizeof loc), "/v1/projects/shop");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(json_object_get(p, "quotas"), "OnDemand"), "limits"),
+            "cpu")),
+        "8");
+    ck_assert_int_eq(json_array_size(json_object_get(p, "clusters")), 3);
+    ck_assert_int_eq(json_array_size(json_object_get(p, "outcomes")), 3);
+    json_decref(p);
+    th_resp_free(&r);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(tk_requests(&ks, i, "create"), 1);
+        json_t *ns = ks_namespace(i, "shop");
+        ck_assert_ptr_nonnull(ns);
+        ck_assert_str_eq(ann(ns, "fleetgate.io/requested-by"), "ada");
+        ck_assert_str_eq(ann(ns, "fleetgate.io/request-id"), "create-shop-1");
+        ck_assert_str_eq(ann(ns, "fleetgate.io/quota-ondemand-memory"), "16Gi");
+        ck_assert_str_eq(ann(ns, "fleetgate.io/quota-ondemand-pods"), "20");
+        ck_assert_str_eq(ann(ns, "fleetgate.io/quota-reserved-cpu"), "500m");
+        json_decref(ns);
+    }
+    /* Read your write: the GET right after, no sleep. */
+    ck_assert_int_eq(call("GET", "/v1/projects/shop", viewer, NULL, NULL, true, &r), 200);
+    p = body_json(&r);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(
+            json_object_get(json_object_get(json_object_get(p, "quotas"), "OnDemand"), "limits"),
+            "pods")),
+        20);
+    json_decref(p);
+    th_resp_free(&r);
+    /* Again: it exists. */
+    ck_assert_int_eq(call("POST", "/v1/projects", admin, shop_body, NULL, true, &r), 409);
+    th_resp_free(&r);
+}
+END_TEST
+
+START_TEST(project_patch_with_if_match) {
+    create_shop();
+    th_resp_t r;
+    ck_assert_int_eq(call("GET", "/v1/projects/shop", admin, NULL, NULL, true, &r), 200);
+    char etag[128], hdr[160];
+    ck_assert_ptr_nonnull(th_header(&r, "ETag", etag, sizeof etag));
+    th_resp_free(&r);
+    const char *patch = "{\"labels\": {\"team\": null, \"tier\": \"gold\"},"
+                        " \"quotas\": {\"OnDemand\": {\"limits\": {\"cpu\": \"12\"}},"
+                        " \"Reserved\": null}}";
+    snprintf(hdr, sizeof hdr, "If-Match: %s", etag);
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop", admin, patch, hdr, true, &r), 200);
+    json_t *p = body_json(&r);
+    th_resp_free(&r);
+    json_t *q = json_object_get(p, "quotas");
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(json_object_get(q, "OnDemand"), "limits"), "cpu")),
+                     "12");
+    ck_assert_ptr_null(json_object_get(q, "Reserved"));
+    ck_assert_ptr_null(json_object_get(json_object_get(p, "labels"), "team"));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(p, "labels"), "tier")),
+                     "gold");
+    json_decref(p);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tk_requests(&ks, i, "patch"), 1);
+    /* The same If-Match again is stale now: 412, nothing sent. */
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop", admin, patch, hdr, true, &r), 412);
+    th_resp_free(&r);
+    ck_assert_int_eq(tk_requests(&ks, 0, "patch"), 1);
+    /* A patch whose result breaks the schema: 422 pointing into the result. */
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop", admin,
+                          "{\"name\": \"other\", \"quotas\": {\"Gold\": {}}}", NULL, true, &r),
+                     422);
+    ck_assert_msg(strstr(r.body, "\"pointer\":\"/quotas/Gold\"") != NULL, "%s", r.body);
+    th_resp_free(&r);
+}
+END_TEST
+
+START_TEST(project_invalid_body_lists_every_field_and_writes_nothing) {
+    th_resp_t r;
+    const char *bad =
+        "{\"name\": \"Shop_1\", \"labels\": {\"fleetgate.io/x\": \"y\"},"
+        " \"quotas\": {\"OnDemand\": {\"limits\": {\"cpu\": \"lots\", \"pods\": -1}}},"
+        " \"colour\": \"red\"}";
+    ck_assert_int_eq(call("POST", "/v1/projects", admin, bad, NULL, true, &r), 422);
+    json_t *p = body_json(&r);
+    th_resp_free(&r);
+    static const char *const pointers[] = {"/colour", "/name", "/labels/fleetgate.io~1x",
+                                           "/quotas/OnDemand/limits/cpu",
+                                           "/quotas/OnDemand/limits/pods"};
+    json_t *errors = json_object_get(p, "errors");
+    ck_assert_msg(json_array_size(errors) == 5, "%s", fg_json_dumps(p, NULL));
+    for (size_t i = 0; i < 5; i++)
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(errors, i), "pointer")),
+                         pointers[i]);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(errors, 3), "detail")),
+                     "must be a CPU quantity such as 500m or 2 (got \"lots\")");
+    json_decref(p);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tk_requests(&ks, i, "create"), 0);
+    /* Not JSON at all: 415 / 400 before the handler. */
+    ck_assert_int_eq(call("POST", "/v1/projects", admin, "{", NULL, true, &r), 400);
+    th_resp_free(&r);
+}
+END_TEST
+
+START_TEST(project_roles) {
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects", dev, shop_body, NULL, true, &r), 403);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("POST", "/v1/projects", viewer, shop_body, NULL, true, &r), 403);
+    th_resp_free(&r);
+    create_shop();
+    ck_assert_int_eq(
+        call("PATCH", "/v1/projects/shop", dev, "{\"description\": \"x\"}", NULL, true, &r), 403);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop", dev, NULL, NULL, true, &r), 403);
+    th_resp_free(&r);
+    ck_assert_int_eq(tk_requests(&ks, 0, "patch") + tk_requests(&ks, 0, "delete"), 0);
+}
+END_TEST
+
+START_TEST(project_delete_refused_while_workloads_remain) {
+    create_shop();
+    const char *dep =
+        "{\"apiVersion\": \"apps/v1\", \"kind\": \"Deployment\", \"metadata\": {\"name\": "
+        "\"web\"}, \"spec\": {\"replicas\": 0, \"selector\": {\"matchLabels\": {\"app\": "
+        "\"web\"}}, \"template\": {\"metadata\": {\"labels\": {\"app\": \"web\"}}, \"spec\": "
+        "{\"containers\": [{\"name\": \"c\", \"image\": \"nginx:1\"}]}}}}";
+    ck_assert_int_eq(
+        tk_call(&ks, 2, "POST", "/apis/apps/v1/namespaces/shop/deployments", dep, NULL), 201);
+    th_resp_t r;
+    for (int i = 0; i < 200; i++) {
+        long s = call("GET", "/v1/projects/shop/apps/web", admin, NULL, NULL, false, &r);
+        th_resp_free(&r);
+        if (s == 200)
+            break;
+        sleep_ms(20);
+    }
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop", admin, NULL, NULL, true, &r), 409);
+    ck_assert_msg(strstr(r.body, "project shop still has 1 apps; delete them first") != NULL, "%s",
+                  r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        tk_call(&ks, 2, "DELETE", "/apis/apps/v1/namespaces/shop/deployments/web", NULL, NULL),
+        200);
+    for (int i = 0; i < 200; i++) {
+        long s = call("GET", "/v1/projects/shop/apps/web", admin, NULL, NULL, false, &r);
+        th_resp_free(&r);
+        if (s == 404)
+            break;
+        sleep_ms(20);
+    }
+    ck_assert_int_eq(
+        call("DELETE", "/v1/projects/shop", admin, NULL, "If-Match: \"stale\"", true, &r), 412);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop", admin, NULL, NULL, true, &r), 204);
+    th_resp_free(&r);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(tk_requests(&ks, i, "delete"), i == 2 ? 2 : 1);
+        ck_assert_ptr_null(ks_namespace(i, "shop"));
+    }
+    ck_assert_int_eq(call("GET", "/v1/projects/shop", admin, NULL, NULL, true, &r), 404);
+    th_resp_free(&r);
+}
+END_TEST
+
+/* One cluster refusing writes: 502 naming it, the others keep the namespace, and the same
+ * request again (once the cluster is back) completes it. */
+START_TEST(project_create_partial_failure_then_retry_converges) {
+    ck_assert_int_eq(tk_faults(&ks, 1, "{\"errorRate\": 1, \"errorStatus\": 503}"), 0);
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects", admin, shop_body, NULL, true, &r), 502);
+    json_t *p = body_json(&r);
+    th_resp_free(&r);
+    json_t *cl = json_object_get(p, "clusters");
+    ck_assert_int_eq(json_array_size(cl), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(cl, 1), "outcome")),
+                     "Failed");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(cl, 1), "status")), 503);
+    ck_assert_msg(strstr(json_string_value(json_object_get(p, "detail")),
+                         "1 of 3 clusters failed the write: c1 answered 503") != NULL,
+                  "%s", json_string_value(json_object_get(p, "detail")));
+    json_decref(p);
+    ck_assert_int_eq(tk_faults(&ks, 1, "{}"), 0);
+    ck_assert_int_eq(call("POST", "/v1/projects", admin, shop_body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    for (int i = 0; i < 3; i++) {
+        json_t *ns = ks_namespace(i, "shop");
+        ck_assert_ptr_nonnull(ns);
+        json_decref(ns);
+    }
+}
+END_TEST
+
+/* The intent is audited before the change, the outcome after. */
+START_TEST(project_writes_are_audited_before_and_after) {
+    create_shop();
+    char path[160], text[16384] = "";
+    snprintf(path, sizeof path, "%s/audit.log", keys.dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    char *intent = strstr(text, "\"outcome\":\"intent\"");
+    ck_assert_msg(intent != NULL, "%s", text);
+    ck_assert_msg(strstr(intent, "\"outcome\":\"ok\",\"status\":201") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "\"intent\":\"create namespace shop in 3 clusters\"") != NULL, "%s",
+                  text);
+}
+END_TEST
+
+static Suite *writes_suite(void) {
+    Suite *s = suite_create("writes");
+    TCase *tc = tcase_create("projects");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, project_create_writes_every_cluster_and_reads_back);
+    tcase_add_test(tc, project_patch_with_if_match);
+    tcase_add_test(tc, project_invalid_body_lists_every_field_and_writes_nothing);
+    tcase_add_test(tc, project_roles);
+    tcase_add_test(tc, project_delete_refused_while_workloads_remain);
+    tcase_add_test(tc, project_create_partial_failure_then_retry_converges);
+    tcase_add_test(tc, project_writes_are_audited_before_and_after);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    return tm_run(writes_suite());
+}
