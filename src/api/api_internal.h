@@ -54,6 +54,13 @@ int fg_api_list_clusters(fg_req_t *req);
 int fg_api_create_project(fg_req_t *req);
 int fg_api_update_project(fg_req_t *req);
 int fg_api_delete_project(fg_req_t *req);
+int fg_api_create_app(fg_req_t *req);
+int fg_api_delete_app(fg_req_t *req);
+int fg_api_scale_app(fg_req_t *req);
+int fg_api_pause_app(fg_req_t *req);
+int fg_api_resume_app(fg_req_t *req);
+int fg_api_restart_app(fg_req_t *req);
+int fg_api_stop_app(fg_req_t *req);
 int fg_api_get_cluster(fg_req_t *req);
 
 #endif

@@ -175,6 +175,8 @@ json_t *rd_spec_containers(const json_t *list);
 /* A project as the API shows it, from its namespaces (objs[i] of parts[i], NULL when absent;
  * at least one present): a new reference (platform.c). */
 json_t *rd_present_project(const rd_ctx_t *c, json_t *const *objs);
+/* An app as the API shows it, from its Deployments (the same convention; workloads.c). */
+json_t *rd_present_app(const rd_ctx_t *c, json_t *const *objs);
 /* The part of c whose cluster is named (NULL when none). */
 const rd_part_t *rd_part(const rd_ctx_t *c, const char *cluster);
 

@@ -27,17 +27,23 @@ bool wr_audit_or_reply(fg_req_t *req, const char *what) {
     return false;
 }
 
+int wr_reply_failure(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *out, size_t n,
+                     const char *suffix) {
+    char detail[1024];
+    bool timed_out;
+    fg_fed_outcomes_summary(w, out, n, detail, sizeof detail, &timed_out);
+    FG_LOG(FG_LOG_ERROR, fg_req_id(req), "write: %s%s", detail, suffix ? suffix : "");
+    json_t *ext = json_pack("{s:o}", "clusters", fg_fed_outcomes_json(w, out, n));
+    return fg_reply_problem_ext(req,
+                                timed_out ? FG_PROBLEM_UPSTREAM_TIMEOUT : FG_PROBLEM_UPSTREAM_ERROR,
+                                ext, "%s%s", detail, suffix ? suffix : "");
+}
+
 bool wr_fanout_or_reply(fg_req_t *req, const fg_fed_write_t *w, size_t n, fg_fed_outcome_t *out) {
     fg_api_t *api = fg_req_app(req);
     if (fg_fed_write_all(api->fed, w, n, WR_CLUSTER_DEADLINE_MS, out) == 0)
         return true;
-    char detail[1024];
-    bool timed_out;
-    fg_fed_outcomes_summary(w, out, n, detail, sizeof detail, &timed_out);
-    FG_LOG(FG_LOG_ERROR, fg_req_id(req), "write: %s", detail);
-    json_t *ext = json_pack("{s:o}", "clusters", fg_fed_outcomes_json(w, out, n));
-    fg_reply_problem_ext(req, timed_out ? FG_PROBLEM_UPSTREAM_TIMEOUT : FG_PROBLEM_UPSTREAM_ERROR,
-                         ext, "%s", detail);
+    wr_reply_failure(req, w, out, n, NULL);
     return false;
 }
 

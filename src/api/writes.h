@@ -23,6 +23,10 @@ bool wr_audit_or_reply(fg_req_t *req, const char *what);
  * with `clusters` listing every outcome and returns false. *out holds the outcomes either way
  * (clear them with fg_fed_outcomes_clear). */
 bool wr_fanout_or_reply(fg_req_t *req, const fg_fed_write_t *w, size_t n, fg_fed_outcome_t *out);
+/* The 502 (504 when every failure is a timeout) of writes that did not all apply: the detail
+ * names each failing cluster (then suffix, may be NULL), `clusters` lists every outcome. */
+int wr_reply_failure(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *out, size_t n,
+                     const char *suffix);
 /* Read your writes: waits until the cache of each written cluster shows its outcome (resource
  * "namespaces", "deployments"...; gone: for deletes). A wait that does not end in time is logged
  * and the answer goes anyway (the write happened). */

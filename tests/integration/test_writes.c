@@ -380,6 +380,253 @@ START_TEST(project_writes_are_audited_before_and_after) {
 }
 END_TEST
 
+/* ---- apps ------------------------------------------------------------------------------ */
+
+static const char *const quota_project =
+    "{\"name\": \"shop\", \"quotas\": {\"OnDemand\": {\"limits\": {\"cpu\": \"4\", \"memory\": "
+    "\"64Gi\", \"pods\": 40}}}}";
+
+static void create_quota_project(void) {
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects", admin, quota_project, NULL, true, &r), 201);
+    th_resp_free(&r);
+}
+
+static char *app_body(const char *name, int replicas, const char *placement, const char *extra) {
+    return fg_xasprintf("{\"name\": \"%s\", \"labels\": {\"team\": \"checkout\"}, \"spec\": "
+                        "{\"replicas\": %d, \"placement\": %s, \"containers\": [{\"name\": "
+                        "\"app\", \"image\": \"registry.example.net/shop/web:1.42.0\", "
+                        "\"env\": [{\"name\": \"LOG_LEVEL\", \"value\": \"info\"}], "
+                        "\"ports\": [{\"name\": \"http\", \"containerPort\": 8080}], "
+                        "\"resources\": {\"requests\": {\"cpu\": \"100m\", \"memory\": "
+                        "\"128Mi\"}}}]%s}}",
+                        name, replicas, placement, extra ? extra : "");
+}
+
+/* spec.replicas of the Deployment in cluster i (-1 when it has none). */
+static long ks_replicas(int i, const char *app, json_t **dep) {
+    char path[192];
+    json_t *o = NULL;
+    snprintf(path, sizeof path, "/apis/apps/v1/namespaces/shop/deployments/%s", app);
+    if (tk_call(&ks, i, "GET", path, NULL, &o) != 200) {
+        json_decref(o);
+        return -1;
+    }
+    long n = (long)json_integer_value(json_object_get(json_object_get(o, "spec"), "replicas"));
+    if (dep)
+        *dep = o;
+    else
+        json_decref(o);
+    return n;
+}
+
+static long desired(const char *app) {
+    th_resp_t r;
+    char path[128];
+    snprintf(path, sizeof path, "/v1/projects/shop/apps/%s", app);
+    if (call("GET", path, viewer, NULL, NULL, false, &r) != 200) {
+        th_resp_free(&r);
+        return -1;
+    }
+    json_t *a = body_json(&r);
+    th_resp_free(&r);
+    long n = (long)json_integer_value(
+        json_object_get(json_object_get(json_object_get(a, "status"), "replicas"), "desired"));
+    json_decref(a);
+    return n;
+}
+
+START_TEST(app_create_spread_and_read_your_writes) {
+    create_quota_project();
+    char *body = app_body("web", 6, "{\"policy\": \"Spread\"}", NULL);
+    th_resp_t r;
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/apps", dev, body, "X-Request-Id: mk-web", true, &r), 201);
+    json_t *a = body_json(&r);
+    th_resp_free(&r);
+    ck_assert_int_eq(json_array_size(json_object_get(a, "outcomes")), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(a, "placement"), "policy")),
+                     "Spread");
+    json_decref(a);
+    /* One cluster a zone: c0 or c1 in zone-a (3 replicas), c2 in zone-b (3). */
+    long c0 = ks_replicas(0, "web", NULL), c1 = ks_replicas(1, "web", NULL);
+    json_t *dep = NULL;
+    ck_assert_int_eq(ks_replicas(2, "web", &dep), 3);
+    ck_assert_msg((c0 == 3 && c1 == -1) || (c0 == -1 && c1 == 3), "c0 %ld c1 %ld", c0, c1);
+    ck_assert_int_eq(tk_requests(&ks, 2, "create"), 2); /* the namespace, the Deployment */
+    ck_assert_int_eq(tk_requests(&ks, c0 == 3 ? 1 : 0, "create"), 1); /* the namespace only */
+    ck_assert_str_eq(ann(dep, "fleetgate.io/requested-by"), "dev");
+    ck_assert_str_eq(ann(dep, "fleetgate.io/request-id"), "mk-web");
+    ck_assert_ptr_nonnull(strstr(ann(dep, "fleetgate.io/placement"), "\"policy\":\"Spread\""));
+    json_decref(dep);
+    /* Read your writes: the GET right after, 200 times, shows it. */
+    for (int i = 0; i < 200; i++)
+        ck_assert_int_eq(desired("web"), 6);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 409);
+    th_resp_free(&r);
+    free(body);
+}
+END_TEST
+
+START_TEST(app_pack_with_selector_and_dry_run) {
+    create_quota_project();
+    char *body = app_body("api", 4,
+                          "{\"policy\": \"Pack\", \"clusterSelector\": {\"matchLabels\": "
+                          "{\"env\": \"dev\"}}}",
+                          NULL);
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps?dryRun=true", dev, body, NULL, true, &r),
+                     200);
+    json_t *d = body_json(&r);
+    th_resp_free(&r);
+    json_t *v = json_object_get(json_object_get(d, "placement"), "clusters");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(v, 0), "filter")),
+                     "ClusterSelector");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(v, 1), "replicas")), 4);
+    json_decref(d);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tk_requests(&ks, i, "create"), 1); /* the namespace only */
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    ck_assert_int_eq(ks_replicas(0, "api", NULL), -1);
+    ck_assert_int_eq(ks_replicas(1, "api", NULL), 4);
+    ck_assert_int_eq(ks_replicas(2, "api", NULL), -1);
+    /* Nowhere to go: 409 with the explanation. */
+    char *nowhere = app_body("lost", 1, "{\"zones\": [\"zone-x\"]}", NULL);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, nowhere, NULL, true, &r), 409);
+    ck_assert_msg(strstr(r.body, "urn:fleetgate:problem:placement-failed") != NULL, "%s", r.body);
+    ck_assert_msg(strstr(r.body, "3 refused by Zone") != NULL, "%s", r.body);
+    th_resp_free(&r);
+    free(nowhere);
+    free(body);
+}
+END_TEST
+
+START_TEST(app_verbs_and_delete) {
+    create_quota_project();
+    char *body = app_body("web", 6, "{}", NULL);
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+    int za = ks_replicas(0, "web", NULL) >= 0 ? 0 : 1; /* zone-a's chosen cluster */
+    /* scale, with a dry run first */
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps/web:scale?dryRun=true", dev,
+                          "{\"replicas\": 4}", NULL, true, &r),
+                     200);
+    th_resp_free(&r);
+    ck_assert_int_eq(ks_replicas(2, "web", NULL), 3);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/apps/web:scale", dev, "{\"replicas\": 4}", NULL, true, &r),
+        200);
+    th_resp_free(&r);
+    ck_assert_int_eq(ks_replicas(za, "web", NULL), 2);
+    ck_assert_int_eq(ks_replicas(2, "web", NULL), 2);
+    ck_assert_int_eq(desired("web"), 4);
+    ck_assert_int_eq(tk_requests(&ks, 1 - za, "patch"), 0); /* never the other cluster */
+    /* over the quota's 40 pods */
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/apps/web:scale", dev, "{\"replicas\": 41}", NULL, true, &r),
+        409);
+    ck_assert_msg(strstr(r.body, "tier OnDemand of project shop: cpu would be 4100m of a quota of "
+                                 "4000m") != NULL,
+                  "%s", r.body);
+    th_resp_free(&r);
+    /* stop, then resume brings the replicas back */
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps/web:stop", dev, NULL, NULL, true, &r),
+                     200);
+    ck_assert_msg(strstr(r.body, "\"phase\":\"Stopped\"") != NULL, "%s", r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(ks_replicas(2, "web", NULL), 0);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps/web:resume", dev, NULL, NULL, true, &r),
+                     200);
+    th_resp_free(&r);
+    ck_assert_int_eq(ks_replicas(2, "web", NULL), 2);
+    ck_assert_int_eq(desired("web"), 4);
+    /* pause, restart */
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps/web:pause", dev, NULL, NULL, true, &r),
+                     200);
+    ck_assert_msg(strstr(r.body, "\"phase\":\"Paused\"") != NULL, "%s", r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps/web:restart", dev, NULL, NULL, true, &r),
+                     200);
+    th_resp_free(&r);
+    json_t *dep = NULL;
+    ks_replicas(2, "web", &dep);
+    ck_assert(json_is_true(json_object_get(json_object_get(dep, "spec"), "paused")));
+    ck_assert_ptr_nonnull(json_object_get(
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(dep, "spec"), "template"), "metadata"),
+            "annotations"),
+        "kubectl.kubernetes.io/restartedAt"));
+    json_decref(dep);
+    /* a stale If-Match: 412 */
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps/web:resume", dev, NULL,
+                          "If-Match: \"nope\"", true, &r),
+                     412);
+    th_resp_free(&r);
+    /* delete everywhere */
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop/apps/web", dev, NULL, NULL, true, &r), 204);
+    th_resp_free(&r);
+    ck_assert_int_eq(ks_replicas(za, "web", NULL), -1);
+    ck_assert_int_eq(ks_replicas(2, "web", NULL), -1);
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/apps/web", dev, NULL, NULL, true, &r), 404);
+    th_resp_free(&r);
+}
+END_TEST
+
+START_TEST(app_refusals) {
+    create_quota_project();
+    th_resp_t r;
+    char *body = app_body("web", 2, "{}", NULL);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", viewer, body, NULL, true, &r), 403);
+    th_resp_free(&r);
+    char *other = token("olga", "\"projects\": {\"blog\": \"developer\"}");
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", other, body, NULL, true, &r), 403);
+    th_resp_free(&r);
+    free(other);
+    free(body);
+    body = app_body("Web_1", 5000, "{\"policy\": \"Wide\"}", ", \"sidecars\": [\"envoy\"]");
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 422);
+    static const char *const pointers[] = {"\"/name\"", "\"/spec/replicas\"",
+                                           "\"/spec/placement/policy\"", "\"/spec/sidecars/0\""};
+    for (size_t i = 0; i < 4; i++)
+        ck_assert_msg(strstr(r.body, pointers[i]) != NULL, "%s: %s", pointers[i], r.body);
+    th_resp_free(&r);
+    free(body);
+    body = fg_xasprintf("{\"name\": \"batch\", \"spec\": {\"replicas\": 1, \"tier\": "
+                        "\"Preemptible\", \"containers\": [{\"name\": \"c\", \"image\": \"x\"}]}}");
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 409);
+    ck_assert_msg(strstr(r.body, "tier Preemptible of project shop has no quota") != NULL, "%s",
+                  r.body);
+    th_resp_free(&r);
+    free(body);
+    ck_assert_int_eq(call("POST", "/v1/projects/nope/apps", admin, "{}", NULL, true, &r), 422);
+    th_resp_free(&r);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tk_requests(&ks, i, "create"), 1); /* the namespace only */
+}
+END_TEST
+
+/* A cluster refusing the create: 502 naming it, and the Deployment the other got is deleted. */
+START_TEST(app_create_failure_rolls_back) {
+    create_quota_project();
+    ck_assert_int_eq(tk_faults(&ks, 2, "{\"errorRate\": 1, \"errorStatus\": 500}"), 0);
+    char *body = app_body("web", 2, "{}", NULL);
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 502);
+    ck_assert_msg(strstr(r.body, "c2 answered 500") != NULL, "%s", r.body);
+    ck_assert_msg(strstr(r.body, "deleted it again") != NULL, "%s", r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(ks_replicas(0, "web", NULL), -1);
+    ck_assert_int_eq(ks_replicas(1, "web", NULL), -1);
+    ck_assert_int_eq(tk_faults(&ks, 2, "{}"), 0);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+}
+END_TEST
+
 static Suite *writes_suite(void) {
     Suite *s = suite_create("writes");
     TCase *tc = tcase_create("projects");
@@ -393,6 +640,15 @@ static Suite *writes_suite(void) {
     tcase_add_test(tc, project_create_partial_failure_then_retry_converges);
     tcase_add_test(tc, project_writes_are_audited_before_and_after);
     suite_add_tcase(s, tc);
+    TCase *ta = tcase_create("apps");
+    tcase_add_checked_fixture(ta, setup, teardown);
+    tcase_set_timeout(ta, 120);
+    tcase_add_test(ta, app_create_spread_and_read_your_writes);
+    tcase_add_test(ta, app_pack_with_selector_and_dry_run);
+    tcase_add_test(ta, app_verbs_and_delete);
+    tcase_add_test(ta, app_refusals);
+    tcase_add_test(ta, app_create_failure_rolls_back);
+    suite_add_tcase(s, ta);
     return s;
 }
 
