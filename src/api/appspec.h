@@ -1,5 +1,5 @@
 /* api/appspec.h: an app as the API takes it, checked whole (as_validate), what placement needs
- * of it (as_request) and the Deployment a member cluster gets (as_deployment). appspec.c. */
+ * of it (as_request) and the Deployment made for each chosen cluster (as_deployment). */
 #ifndef FLEETGATE_API_APPSPEC_H
 #define FLEETGATE_API_APPSPEC_H
 
