@@ -56,6 +56,8 @@ int fg_api_update_project(fg_req_t *req);
 int fg_api_delete_project(fg_req_t *req);
 int fg_api_create_app(fg_req_t *req);
 int fg_api_delete_app(fg_req_t *req);
+int fg_api_replace_app(fg_req_t *req);
+int fg_api_patch_app(fg_req_t *req);
 int fg_api_scale_app(fg_req_t *req);
 int fg_api_pause_app(fg_req_t *req);
 int fg_api_resume_app(fg_req_t *req);

@@ -547,3 +547,113 @@ out:
     rd_objs_free(a.objs, a.c.nparts);
     return rc;
 }
+
+/* ---- replace and patch -------------------------------------------------------------------- */
+
+/* Writes a whole new app over the clusters. When its placement changed it is placed afresh, so
+ * a cluster newly chosen gets a Deployment (POST), one still chosen is replaced (PUT: a rolling
+ * update when the pod template changed), and one no longer chosen loses its Deployment
+ * (DELETE); otherwise it is placed over the clusters that hold it (an app does not wander
+ * because its own pods made its cluster fuller). */
+static int replace_with(fg_req_t *req, app_t *a, const json_t *app, const json_t *old_spec) {
+    vd_t v;
+    vd_init(&v);
+    as_validate(&v, app);
+    const char *name = json_string_value(json_object_get(app, "name"));
+    if (vd_ok(&v) && strcmp(name, a->name) != 0)
+        vd_add(&v, "/name", "must be the app's name, %s (an app cannot be renamed)", a->name);
+    if (!vd_ok(&v)) {
+        int rc = vd_reply(req, &v);
+        vd_free(&v);
+        return rc;
+    }
+    vd_free(&v);
+    const json_t *spec = json_object_get(app, "spec");
+    int64_t replicas = json_integer_value(json_object_get(spec, "replicas"));
+    json_t *proj = project_or_reply(req, a->project), *explain = NULL, *ann = NULL;
+    json_t *bodies[FG_FED_MAX_CLUSTERS] = {NULL};
+    fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
+    size_t n = 0;
+    int rc = FG_OK;
+    fg_fed_placement_t p;
+    bool only[FG_FED_MAX_CLUSTERS] = {false},
+         stay = json_equal(json_object_get(spec, "placement"),
+                           json_object_get(old_spec, "placement")) ||
+                (json_object_get(spec, "placement") == NULL &&
+                 json_object_get(old_spec, "placement") == NULL);
+    fg_api_t *api = fg_req_app(req);
+    for (size_t i = 0; i < api->cfg->nclusters && i < FG_FED_MAX_CLUSTERS; i++) {
+        const rd_part_t *part = rd_part(&a->c, api->cfg->clusters[i].name);
+        only[i] = part && a->objs[part - a->c.parts] != NULL;
+    }
+    if (proj == NULL || !quota_or_reply(req, proj, spec, replicas) ||
+        !place_or_reply(req, spec, replicas, stay ? only : NULL, &p) ||
+        !wr_audit_or_reply(req, "replace the app's Deployments"))
+        goto out;
+    explain = fg_fed_explain(&p, fg_wall_ms());
+    ann = app_annotations(req, spec, explain);
+    char coll[256];
+    snprintf(coll, sizeof coll, "/apis/apps/v1/namespaces/%s/deployments", a->project);
+    for (size_t i = 0; i < p.nverdicts; i++) {
+        const fg_fed_verdict_t *vd = &p.verdicts[i];
+        const rd_part_t *part = rd_part(&a->c, vd->cluster->name);
+        bool holds = part && a->objs[part - a->c.parts] != NULL;
+        if (!vd->chosen && !holds)
+            continue;
+        w[n] = (fg_fed_write_t){.cluster = vd->cluster->name, .path = a->path};
+        if (vd->chosen) {
+            bodies[n] = as_deployment(app, a->project, vd->replicas, ann);
+            w[n].body = bodies[n];
+            w[n].method = holds ? FG_KUBE_PUT : FG_KUBE_POST;
+            w[n].path = holds ? a->path : coll;
+        } else {
+            w[n].method = FG_KUBE_DELETE;
+            w[n].absent_ok = true;
+        }
+        n++;
+    }
+    rc = apply_and_reply(req, a, w, n, explain);
+out:
+    for (size_t i = 0; i < n; i++)
+        json_decref(bodies[i]);
+    json_decref(proj);
+    json_decref(explain);
+    json_decref(ann);
+    return rc;
+}
+
+/* PUT takes the body as the new app; PATCH merges the body into the app as it is (its spec
+ * as last written, fleetgate.io/spec on its Deployments). Both start from the live Deployments. */
+static int change_app(fg_req_t *req, bool merge) {
+    app_t a;
+    if (!app_or_reply(req, &a))
+        return FG_OK;
+    fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
+    fg_fed_outcome_t live[FG_FED_MAX_CLUSTERS];
+    size_t n = app_writes(&a, FG_KUBE_GET, NULL, w);
+    json_t *cur = NULL, *next = NULL;
+    int rc = FG_OK;
+    memset(live, 0, sizeof live);
+    if (wr_fanout_or_reply(req, w, n, live)) {
+        json_t *shown = rd_present_app(&a.c, a.objs);
+        cur = json_pack("{s:s,s:o}", "name", a.name, "spec", current_spec(&a, live, n));
+        if (json_object_get(shown, "labels"))
+            json_object_set(cur, "labels", json_object_get(shown, "labels"));
+        json_decref(shown);
+        next = merge ? fg_json_merge_patch(cur, fg_req_json(req)) : json_incref(fg_req_json(req));
+        rc = replace_with(req, &a, next, json_object_get(cur, "spec"));
+    }
+    fg_fed_outcomes_clear(live, n);
+    json_decref(cur);
+    json_decref(next);
+    rd_objs_free(a.objs, a.c.nparts);
+    return rc;
+}
+
+int fg_api_replace_app(fg_req_t *req) {
+    return change_app(req, false);
+}
+
+int fg_api_patch_app(fg_req_t *req) {
+    return change_app(req, true);
+}

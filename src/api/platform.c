@@ -62,6 +62,7 @@ json_t *rd_present_project(const rd_ctx_t *c, json_t *const *objs) {
         json_object_set_new(quotas, tiers[k].to, json_pack("{s:o}", "limits", limits));
     }
     json_object_set_new(o, "quotas", quotas);
+    rd_hide_managed_labels(o);
     json_object_set_new(o, "phase", json_string(terminating ? "Terminating" : "Active"));
     json_object_set_new(o, "clusters", clusters);
     char version[80];

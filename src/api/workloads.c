@@ -105,6 +105,7 @@ static const char *const app_phases[] = {"Pending", "Running", "Progressing", "D
 
 json_t *rd_present_app(const rd_ctx_t *c, json_t *const *objs) {
     json_t *o = identity(c, objs);
+    rd_hide_managed_labels(o);
     const json_t *f = first_of(c, objs);
     int64_t t[4] = {0, 0, 0, 0};
     bool paused = false, stale = false, behind = false;

@@ -608,6 +608,66 @@ START_TEST(app_refusals) {
 }
 END_TEST
 
+static const char *image_of(const json_t *dep) {
+    return json_string_value(json_object_get(
+        json_array_get(
+            json_object_get(
+                json_object_get(json_object_get(json_object_get(dep, "spec"), "template"), "spec"),
+                "containers"),
+            0),
+        "image"));
+}
+
+START_TEST(app_replace_and_patch) {
+    create_quota_project();
+    char *body = app_body("web", 4, "{}", NULL);
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+    int za = ks_replicas(0, "web", NULL) >= 0 ? 0 : 1;
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/apps/web", dev, NULL, NULL, true, &r), 200);
+    char etag[128], hdr[160];
+    ck_assert_ptr_nonnull(th_header(&r, "ETag", etag, sizeof etag));
+    th_resp_free(&r);
+    snprintf(hdr, sizeof hdr, "If-Match: %s", etag);
+    const char *patch = "{\"spec\": {\"containers\": [{\"name\": \"app\", \"image\": "
+                        "\"registry.example.net/shop/web:1.43.0\", \"resources\": {\"requests\": "
+                        "{\"cpu\": \"100m\"}}}]}}";
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/apps/web", dev, patch, hdr, true, &r), 200);
+    th_resp_free(&r);
+    json_t *dep = NULL;
+    ck_assert_int_eq(ks_replicas(2, "web", &dep), 2);
+    ck_assert_str_eq(image_of(dep), "registry.example.net/shop/web:1.43.0");
+    json_decref(dep);
+    ck_assert_int_eq(ks_replicas(za, "web", NULL), 2);
+    ck_assert_int_eq(tk_requests(&ks, 2, "update"), 1);
+    /* the ETag before the change is stale now */
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/apps/web", dev, patch, hdr, true, &r), 412);
+    th_resp_free(&r);
+    /* a placement change moves the replicas: all to zone-b */
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/apps/web", dev,
+                          "{\"spec\": {\"placement\": {\"zones\": [\"zone-b\"]}}}", NULL, true, &r),
+                     200);
+    th_resp_free(&r);
+    ck_assert_int_eq(ks_replicas(2, "web", NULL), 4);
+    ck_assert_int_eq(ks_replicas(za, "web", NULL), -1);
+    /* the body of a GET goes back with PUT */
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/apps/web", dev, NULL, NULL, true, &r), 200);
+    char *got = fg_xstrdup(r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("PUT", "/v1/projects/shop/apps/web", dev, got, NULL, true, &r), 200);
+    th_resp_free(&r);
+    free(got);
+    ck_assert_int_eq(desired("web"), 4);
+    /* a PUT cannot rename */
+    body = app_body("other", 1, "{}", NULL);
+    ck_assert_int_eq(call("PUT", "/v1/projects/shop/apps/web", dev, body, NULL, true, &r), 422);
+    th_resp_free(&r);
+    free(body);
+}
+END_TEST
+
 /* A cluster refusing the create: 502 naming it, and the Deployment the other got is deleted. */
 START_TEST(app_create_failure_rolls_back) {
     create_quota_project();
@@ -647,6 +707,7 @@ static Suite *writes_suite(void) {
     tcase_add_test(ta, app_pack_with_selector_and_dry_run);
     tcase_add_test(ta, app_verbs_and_delete);
     tcase_add_test(ta, app_refusals);
+    tcase_add_test(ta, app_replace_and_patch);
     tcase_add_test(ta, app_create_failure_rolls_back);
     suite_add_tcase(s, ta);
     return s;
