@@ -120,6 +120,9 @@ const char *fg_cache_key_relist(fg_cache_key_t *k, const char *cluster, const ch
 const char *fg_cache_key_rate_caller(fg_cache_key_t *k, char cls, const char *subject);
 const char *fg_cache_key_rate_project(fg_cache_key_t *k, char cls, const char *project);
 
+/* fg:q:{project}:{tier}: hash, app -> its quota reservation (cache/quota_reserve.lua). */
+const char *fg_cache_key_quota(fg_cache_key_t *k, const char *project, const char *tier);
+
 /* ---- cluster and sync state (src/cache/state.c) ------------------------------
  *
  * The informers write fg:cluster and fg:sync; these readers are the only code that interprets
@@ -203,6 +206,34 @@ bool fg_cache_rv_reached(const char *have, const char *want);
 /* Polls Redis (every 2 ms, one round trip for all n, at most 64) until every wait is satisfied.
  * FG_OK, FG_ETIMEOUT after timeout_ms, or FG_EIO when Redis cannot be read. */
 int fg_cache_wait_applied(fg_redis_t *r, const fg_cache_wait_t *w, size_t n, int timeout_ms);
+
+/* ---- tier quota reservations (src/cache/quota.c, cache/quota_reserve.lua) -------------------
+ *
+ * Amounts are {cpu millicores, memory bytes, pods}. A write reserves what its app will take
+ * (replacing the app's earlier reservation) before it reaches a cluster; the script counts every
+ * other app once, by its live reservation or else by what the cache shows of it (uses[], which
+ * the caller reads from the cache), and refuses when any limit would be passed. Reservations
+ * expire after ttl_ms, so one whose write died is forgotten; a write that failed releases its
+ * own at once. */
+typedef struct {
+    const char *app;
+    int64_t amount[3];
+} fg_cache_quota_use_t;
+
+typedef struct {
+    bool reserved;
+    int resource;     /* refused: 0 cpu, 1 memory, 2 pods */
+    int64_t would_be; /* refused: the usage with this app */
+    int64_t limit;
+} fg_cache_quota_verdict_t;
+
+/* limit[i] < 0: no limit on that resource. FG_OK with *out, FG_EIO, or FG_EINVAL. */
+int fg_cache_quota_reserve(fg_redis_t *r, const char *project, const char *tier, const char *app,
+                           const int64_t want[3], const int64_t limit[3], int64_t ttl_ms,
+                           const fg_cache_quota_use_t *uses, size_t nuses,
+                           fg_cache_quota_verdict_t *out);
+/* Drops the app's reservation (a write that failed, an app deleted). */
+int fg_cache_quota_release(fg_redis_t *r, const char *project, const char *tier, const char *app);
 
 /* ---- batches: commands sent in one round trip (src/cache/batch.c) -------------
  *

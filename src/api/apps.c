@@ -37,9 +37,86 @@ static json_t *project_or_reply(fg_req_t *req, const char *project) {
     return p;
 }
 
-/* The tier must have a quota in the project, and the app alone must fit in it. */
+#define QUOTA_TTL_MS 60000 /* a reservation outlives its write until the cache shows it */
+
+static const struct {
+    const char *res;
+    bool milli;
+} quota_rows[3] = {{"cpu", true}, {"memory", false}, {"pods", false}};
+
+/* What replicas of an app (spec, or a cached app's containers) take: {cpu, memory, pods}. */
+static void demand(const json_t *containers, int64_t replicas, int64_t out[3]) {
+    const json_t *c;
+    size_t i;
+    out[0] = out[1] = 0;
+    out[2] = replicas;
+    json_array_foreach(containers, i, c) {
+        const json_t *r = json_object_get(json_object_get(c, "resources"), "requests");
+        for (size_t k = 0; k < 2; k++) {
+            const char *q = json_string_value(json_object_get(r, quota_rows[k].res));
+            int64_t n = 0;
+            if (q && fg_kube_quantity_parse(q, strlen(q), quota_rows[k].milli, &n) == FG_OK)
+                out[k] += n * replicas;
+        }
+    }
+}
+
+/* What the cache shows of the tier's other apps in the project, one entry an app (summed over
+ * clusters); names borrowed from *batch. FG_OK, or false when it replied 503. */
+static bool tier_usage_or_reply(fg_req_t *req, const char *project, const char *tier,
+                                const char *app, fg_redis_batch_t *b, fg_cache_quota_use_t **uses,
+                                size_t *nuses) {
+    fg_api_t *api = fg_req_app(req);
+    fg_cache_key_t k;
+    for (size_t i = 0; i < api->cfg->nclusters; i++)
+        fg_redis_batch_addv(b, "HGETALL",
+                            fg_cache_key_objects(&k, "app", api->cfg->clusters[i].name, project),
+                            NULL);
+    if (!rd_batch_or_reply(req, api, b))
+        return false;
+    json_t *by_name = json_object();
+    for (size_t i = 0; i < api->cfg->nclusters; i++) {
+        const fg_redis_reply_t *h = fg_redis_batch_reply(b, i);
+        for (size_t j = 1; j < fg_redis_reply_len(h); j += 2) {
+            json_t *a = rd_parse_object(fg_redis_reply_at(h, j), fg_req_id(req));
+            const char *name = rd_str(a, "name"),
+                       *t = rd_str(json_object_get(a, "labels"), AS_TIER_LABEL);
+            if (a && name && strcmp(name, app) != 0 && strcmp(t ? t : "OnDemand", tier) == 0) {
+                int64_t d[3];
+                demand(json_object_get(a, "containers"),
+                       rd_int(json_object_get(a, "replicas"), "desired", 1), d);
+                json_t *sum = json_object_get(by_name, name);
+                if (sum == NULL) {
+                    sum = json_pack("[I,I,I]", (json_int_t)0, (json_int_t)0, (json_int_t)0);
+                    json_object_set_new(by_name, name, sum);
+                }
+                for (size_t r = 0; r < 3; r++)
+                    json_array_set_new(
+                        sum, r, json_integer(json_integer_value(json_array_get(sum, r)) + d[r]));
+            }
+            json_decref(a);
+        }
+    }
+    *nuses = 0;
+    *uses = fg_xcalloc(json_object_size(by_name) + 1, sizeof **uses);
+    const char *name;
+    json_t *sum;
+    json_object_foreach(by_name, name, sum) {
+        fg_cache_quota_use_t *u = &(*uses)[(*nuses)++];
+        u->app = fg_xstrdup(name);
+        for (size_t r = 0; r < 3; r++)
+            u->amount[r] = json_integer_value(json_array_get(sum, r));
+    }
+    json_decref(by_name);
+    return true;
+}
+
+/* The tier's quota, checked and reserved atomically across replicas (cache/quota_reserve.lua):
+ * the tier must have a quota in the project, and this app's replicas plus every other app of the
+ * tier (in the cache, or reserved by a write in flight) must fit. keep false: check only (a dry
+ * run). 409 quota-exceeded naming tier, resource, would-be usage and quota. */
 static bool quota_or_reply(fg_req_t *req, const json_t *project, const json_t *spec,
-                           int64_t replicas) {
+                           const char *app, int64_t replicas, bool keep) {
     const char *tier = as_tier(spec), *name = json_string_value(json_object_get(project, "name"));
     const json_t *lim =
         json_object_get(json_object_get(json_object_get(project, "quotas"), tier), "limits");
@@ -49,35 +126,46 @@ static bool quota_or_reply(fg_req_t *req, const json_t *project, const json_t *s
                          name);
         return false;
     }
-    as_request_t r;
-    as_request(spec, replicas, &r);
-    static const struct {
-        const char *res;
-        bool milli;
-        size_t off;
-    } rows[] = {{"cpu", true, offsetof(fg_fed_amount_t, cpu_milli)},
-                {"memory", false, offsetof(fg_fed_amount_t, memory_bytes)},
-                {"pods", false, offsetof(fg_fed_amount_t, pods)}};
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        const json_t *q = json_object_get(lim, rows[i].res);
-        int64_t limit = 0, per = *(const int64_t *)((const char *)&r.req.per_replica + rows[i].off);
-        if (q == NULL)
-            continue;
-        if (json_is_integer(q))
-            limit = json_integer_value(q);
-        else if (fg_kube_quantity_parse(json_string_value(q), strlen(json_string_value(q)),
-                                        rows[i].milli, &limit) != FG_OK)
-            continue;
-        int64_t want = per * replicas;
-        if (want > limit) {
-            fg_reply_problem(req, FG_PROBLEM_QUOTA_EXCEEDED,
-                             "tier %s of project %s: %s would be %lld%s of a quota of %lld%s", tier,
-                             name, rows[i].res, (long long)want, rows[i].milli ? "m" : "",
-                             (long long)limit, rows[i].milli ? "m" : "");
-            return false;
-        }
+    int64_t limit[3], want[3];
+    for (size_t r = 0; r < 3; r++) {
+        const json_t *q = json_object_get(lim, quota_rows[r].res);
+        const char *s = json_string_value(q);
+        limit[r] = json_is_integer(q) ? json_integer_value(q) : -1;
+        if (s && fg_kube_quantity_parse(s, strlen(s), quota_rows[r].milli, &limit[r]) != FG_OK)
+            limit[r] = -1;
     }
-    return true;
+    demand(json_object_get(spec, "containers"), replicas, want);
+    fg_api_t *api = fg_req_app(req);
+    fg_redis_batch_t *b = fg_redis_batch_new();
+    fg_cache_quota_use_t *uses = NULL;
+    size_t nuses = 0;
+    fg_cache_quota_verdict_t v = {0};
+    bool ok = tier_usage_or_reply(req, name, tier, app, b, &uses, &nuses);
+    if (ok && fg_cache_quota_reserve(api->redis, name, tier, app, want, limit, QUOTA_TTL_MS, uses,
+                                     nuses, &v) != FG_OK) {
+        fg_reply_problem(req, FG_PROBLEM_REDIS_UNAVAILABLE,
+                         "the quota of tier %s cannot be checked: redis is unavailable", tier);
+        ok = false;
+    } else if (ok && !v.reserved) {
+        const char *unit = quota_rows[v.resource].milli ? "m" : "";
+        fg_reply_problem(req, FG_PROBLEM_QUOTA_EXCEEDED,
+                         "tier %s of project %s: %s would be %lld%s of a quota of %lld%s", tier,
+                         name, quota_rows[v.resource].res, (long long)v.would_be, unit,
+                         (long long)v.limit, unit);
+        ok = false;
+    } else if (ok && !keep) {
+        fg_cache_quota_release(api->redis, name, tier, app);
+    }
+    for (size_t i = 0; i < nuses; i++)
+        free((char *)uses[i].app);
+    free(uses);
+    fg_redis_batch_free(b);
+    return ok;
+}
+
+static void quota_release(fg_req_t *req, const char *project, const json_t *spec, const char *app) {
+    fg_api_t *api = fg_req_app(req);
+    fg_cache_quota_release(api->redis, project, as_tier(spec), app);
 }
 
 /* Places replicas of spec over every cluster, or only over those marked in only (placement
@@ -202,7 +290,7 @@ int fg_api_create_app(fg_req_t *req) {
     size_t found;
     rd_ctx_t c;
     proj = project_or_reply(req, project);
-    if (proj == NULL || !quota_or_reply(req, proj, spec, replicas) ||
+    if (proj == NULL ||
         !rd_get_or_reply(&c, req, "app", DEPLOYMENTS, project, name, NULL, objs, &found))
         goto out;
     rd_objs_free(objs, c.nparts);
@@ -212,7 +300,8 @@ int fg_api_create_app(fg_req_t *req) {
         goto out;
     }
     fg_fed_placement_t p;
-    if (!place_or_reply(req, spec, replicas, NULL, &p))
+    if (!place_or_reply(req, spec, replicas, NULL, &p) ||
+        !quota_or_reply(req, proj, spec, name, replicas, !dry_run(req)))
         goto out;
     if (dry_run(req)) {
         rc = reply_dry_run(req, app, &p);
@@ -221,8 +310,10 @@ int fg_api_create_app(fg_req_t *req) {
     char what[160], path[256], one[320];
     snprintf(what, sizeof what, "create Deployment %s/%s in %zu clusters", project, name,
              p.nchosen);
-    if (!wr_audit_or_reply(req, what))
+    if (!wr_audit_or_reply(req, what)) {
+        quota_release(req, project, spec, name);
         goto out;
+    }
     explain = fg_fed_explain(&p, fg_wall_ms());
     ann = app_annotations(req, spec, explain);
     snprintf(path, sizeof path, "/apis/apps/v1/namespaces/%s/deployments", project);
@@ -240,6 +331,7 @@ int fg_api_create_app(fg_req_t *req) {
     fg_api_t *api = fg_req_app(req);
     if (fg_fed_write_all(api->fed, w, n, WR_CLUSTER_DEADLINE_MS, o) > 0) {
         roll_back(req, w, o, n, one);
+        quota_release(req, project, spec, name);
         wr_reply_failure(req, w, o, n, "; the clusters that created it deleted it again");
         goto out;
     }
@@ -514,8 +606,8 @@ int fg_api_scale_app(fg_req_t *req) {
         for (size_t j = 0; j < n; j++)
             only[i] = only[i] || strcmp(api->cfg->clusters[i].name, w[j].cluster) == 0;
     fg_fed_placement_t p;
-    if (proj == NULL || !quota_or_reply(req, proj, spec, replicas) ||
-        !place_or_reply(req, spec, replicas, only, &p))
+    if (proj == NULL || !place_or_reply(req, spec, replicas, only, &p) ||
+        !quota_or_reply(req, proj, spec, a.name, replicas, !dry_run(req)))
         goto out;
     if (dry_run(req)) {
         json_t *app = json_pack("{s:s,s:O}", "name", a.name, "spec", spec);
@@ -586,8 +678,8 @@ static int replace_with(fg_req_t *req, app_t *a, const json_t *app, const json_t
         const rd_part_t *part = rd_part(&a->c, api->cfg->clusters[i].name);
         only[i] = part && a->objs[part - a->c.parts] != NULL;
     }
-    if (proj == NULL || !quota_or_reply(req, proj, spec, replicas) ||
-        !place_or_reply(req, spec, replicas, stay ? only : NULL, &p) ||
+    if (proj == NULL || !place_or_reply(req, spec, replicas, stay ? only : NULL, &p) ||
+        !quota_or_reply(req, proj, spec, a->name, replicas, true) ||
         !wr_audit_or_reply(req, "replace the app's Deployments"))
         goto out;
     explain = fg_fed_explain(&p, fg_wall_ms());

@@ -81,3 +81,8 @@ const char *fg_cache_key_rate_project(fg_cache_key_t *k, char cls, const char *p
     const char *parts[] = {c, "p", project};
     return join(k, "fg:rl", 3, parts);
 }
+
+const char *fg_cache_key_quota(fg_cache_key_t *k, const char *project, const char *tier) {
+    const char *parts[] = {project, tier};
+    return join(k, "fg:q", 2, parts);
+}

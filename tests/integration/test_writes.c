@@ -10,6 +10,7 @@
 #include "contract.h"
 
 #include <check.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@ static tk_sim_t ks;
 static pid_t daemon_pid;
 static uint16_t port;
 static char *admin, *dev, *viewer;
+static char daemon_cfg[8192]; /* the configuration, for a second replica */
 
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -94,14 +96,14 @@ static void setup(void) {
     ck_assert_int_eq(tj_keys_make(&keys), 0);
     static const char *const extra[] = {"--nodes", "2", "--pod-start-ms", "0", NULL};
     ck_assert_int_eq(tk_start(&ks, 3, extra), 0);
-    char cfg[8192], cl[3][512];
+    char *cfg = daemon_cfg, cl[3][512];
     static const char *const zones[] = {"zone-a", "zone-a", "zone-b"};
     for (int i = 0; i < 3; i++)
         snprintf(cl[i], sizeof cl[i],
                  "{\"name\": \"c%d\", \"zone\": \"%s\", \"region\": \"r1\", \"url\": \"%s\","
                  " \"token_file\": \"%s\", \"ca_file\": \"%s\", \"labels\": [\"env=%s\"]}",
                  i, zones[i], tk_url(&ks, i), ks.token_file, ks.ca_file, i == 1 ? "dev" : "prod");
-    snprintf(cfg, sizeof cfg,
+    snprintf(cfg, sizeof daemon_cfg,
              "{\"workers\": 4, \"redis\": {\"url\": \"%s\"},"
              " \"log\": {\"level\": \"error\", \"access_log\": false},"
              " \"openapi_file\": \"api/openapi.yaml\", \"docs_file\": \"/nonexistent\","
@@ -687,6 +689,83 @@ START_TEST(app_create_failure_rolls_back) {
 }
 END_TEST
 
+/* ---- quotas: two replicas racing for the last units ---------------------------------------- */
+
+typedef struct {
+    uint16_t port;
+    int i;
+    long status;
+} racer_t;
+
+static void *race_one(void *arg) {
+    racer_t *r = arg;
+    char url[128],
+        *body = fg_xasprintf("{\"name\": \"r%d\", \"spec\": {\"replicas\": 1, \"containers\": "
+                             "[{\"name\": \"c\", \"image\": \"nginx:1\"}]}}",
+                             r->i);
+    char *auth = fg_xasprintf("Authorization: Bearer %s", dev);
+    const char *hdrs[] = {auth, "Content-Type: application/json", NULL};
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/v1/projects/shop/apps", (unsigned)r->port);
+    th_resp_t resp;
+    r->status =
+        th_request("POST", url, hdrs, body, (long)strlen(body), 0, &resp) == 0 ? resp.status : -1;
+    th_resp_free(&resp);
+    free(auth);
+    free(body);
+    return NULL;
+}
+
+START_TEST(quota_holds_across_two_replicas) {
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects", admin,
+                          "{\"name\": \"shop\", \"quotas\": {\"OnDemand\": {\"limits\": "
+                          "{\"pods\": 5}}}}",
+                          NULL, true, &r),
+                     201);
+    th_resp_free(&r);
+    /* A second replica on the same Redis and clusters. */
+    uint16_t port2;
+    pid_t second = th_daemon_start(daemon_cfg, &port2, NULL);
+    ck_assert_int_gt(second, 0);
+    enum { N = 40 };
+    racer_t racers[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        racers[i] = (racer_t){.port = i % 2 ? port2 : port, .i = i};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, race_one, &racers[i]), 0);
+    }
+    int created = 0, refused = 0;
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        created += racers[i].status == 201;
+        refused += racers[i].status == 409;
+    }
+    ck_assert_int_eq(th_daemon_stop(second, SIGTERM, 5000), 0);
+    char seen[512] = "";
+    for (int i = 0, len = 0; i < N && len < (int)sizeof seen - 8; i++)
+        len += snprintf(seen + len, sizeof seen - (size_t)len, " %ld", racers[i].status);
+    ck_assert_msg(created == 5 && refused == N - 5, "created %d, refused %d:%s", created, refused,
+                  seen);
+    long deps = 0;
+    for (int i = 0; i < 3; i++) {
+        json_t *s = NULL;
+        ck_assert_int_eq(tk_call(&ks, i, "GET", "/_kubesim/stats", NULL, &s), 200);
+        deps +=
+            (long)json_integer_value(json_object_get(json_object_get(s, "objects"), "deployments"));
+        json_decref(s);
+    }
+    ck_assert_int_eq(deps, 5);
+    /* the refusal names tier, resource, would-be usage and quota */
+    char *body = app_body("one-more", 1, "{}", NULL);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 409);
+    ck_assert_msg(
+        strstr(r.body, "tier OnDemand of project shop: pods would be 6 of a quota of 5") != NULL,
+        "%s", r.body);
+    th_resp_free(&r);
+    free(body);
+}
+END_TEST
+
 static Suite *writes_suite(void) {
     Suite *s = suite_create("writes");
     TCase *tc = tcase_create("projects");
@@ -710,6 +789,11 @@ static Suite *writes_suite(void) {
     tcase_add_test(ta, app_replace_and_patch);
     tcase_add_test(ta, app_create_failure_rolls_back);
     suite_add_tcase(s, ta);
+    TCase *tq = tcase_create("quota");
+    tcase_add_checked_fixture(tq, setup, teardown);
+    tcase_set_timeout(tq, 120);
+    tcase_add_test(tq, quota_holds_across_two_replicas);
+    suite_add_tcase(s, tq);
     return s;
 }
 
