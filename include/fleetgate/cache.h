@@ -123,6 +123,9 @@ const char *fg_cache_key_rate_project(fg_cache_key_t *k, char cls, const char *p
 /* fg:q:{project}:{tier}: hash, app -> its quota reservation (cache/quota_reserve.lua). */
 const char *fg_cache_key_quota(fg_cache_key_t *k, const char *project, const char *tier);
 
+/* fg:idem:{id}: hash, an Idempotency-Key's record (id: a hash of caller and key). */
+const char *fg_cache_key_idem(fg_cache_key_t *k, const char *id);
+
 /* ---- cluster and sync state (src/cache/state.c) ------------------------------
  *
  * The informers write fg:cluster and fg:sync; these readers are the only code that interprets
@@ -234,6 +237,32 @@ int fg_cache_quota_reserve(fg_redis_t *r, const char *project, const char *tier,
                            fg_cache_quota_verdict_t *out);
 /* Drops the app's reservation (a write that failed, an app deleted). */
 int fg_cache_quota_release(fg_redis_t *r, const char *project, const char *tier, const char *app);
+
+/* ---- Idempotency-Key records (src/cache/idem.c, cache/idem_begin.lua) ---------------------
+ *
+ * id names the (caller, key) pair (hex, made by the caller); fingerprint the request (method,
+ * path, body). begin makes a pending record when none exists, atomically, so two replicas
+ * receiving the same retry cannot both run it; finish stores the answer for ttl; abandon
+ * forgets a request that changed nothing (its retry runs again). */
+typedef enum {
+    FG_IDEM_NEW = 0,
+    FG_IDEM_PENDING,
+    FG_IDEM_MISMATCH,
+    FG_IDEM_DONE
+} fg_cache_idem_state_t;
+
+typedef struct {
+    fg_cache_idem_state_t state;
+    unsigned status;              /* DONE: the first answer */
+    char *body, *etag, *location; /* DONE: owned; fg_cache_idem_clear */
+} fg_cache_idem_t;
+
+int fg_cache_idem_begin(fg_redis_t *r, const char *id, const char *fingerprint,
+                        int64_t pending_ttl_ms, fg_cache_idem_t *out);
+void fg_cache_idem_clear(fg_cache_idem_t *s);
+int fg_cache_idem_finish(fg_redis_t *r, const char *id, unsigned status, const char *body,
+                         const char *etag, const char *location, int64_t ttl_ms);
+int fg_cache_idem_abandon(fg_redis_t *r, const char *id);
 
 /* ---- batches: commands sent in one round trip (src/cache/batch.c) -------------
  *

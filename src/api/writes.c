@@ -4,7 +4,18 @@
 #include "fleetgate/auth.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#define IDEM_PENDING_MS 60000            /* a first request's time to answer */
+#define IDEM_KEEP_MS    (24 * 3600000LL) /* how long its answer is kept for retries */
+
+/* The Idempotency-Key record of the request this thread runs (one request at a time a thread:
+ * a handler runs start to end on it), so that wr_reply stores the answer it sends. */
+static _Thread_local struct {
+    bool active, stored;
+    char id[40];
+} idem;
 
 bool wr_if_match_or_reply(fg_req_t *req, const char *version) {
     const char *h = fg_req_header(req, "If-Match");
@@ -75,10 +86,17 @@ void wr_wait_applied(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcom
 
 int wr_reply(fg_req_t *req, unsigned status, json_t *body, const char *version,
              const char *location) {
+    char etag[300] = "";
     if (version) {
-        char etag[300];
         snprintf(etag, sizeof etag, "\"%s\"", version);
         fg_req_add_header(req, "ETag", etag);
+    }
+    if (idem.active && status >= 200 && status < 300) {
+        fg_api_t *api = fg_req_app(req);
+        char *text = fg_json_dumps(body, NULL);
+        idem.stored = fg_cache_idem_finish(api->redis, idem.id, status, text, etag, location,
+                                           IDEM_KEEP_MS) == FG_OK;
+        free(text);
     }
     if (location)
         fg_req_add_header(req, "Location", location);
@@ -89,4 +107,80 @@ void wr_stamp(fg_req_t *req, json_t *annotations) {
     const char *who = fg_req_principal_name(req);
     json_object_set_new(annotations, "fleetgate.io/requested-by", json_string(who ? who : ""));
     json_object_set_new(annotations, "fleetgate.io/request-id", json_string(fg_req_id(req)));
+}
+
+/* ---- Idempotency-Key ------------------------------------------------------------------- */
+
+static void hex128(const void *data, size_t n, char out[33]) {
+    snprintf(out, 33, "%016llx%016llx", (unsigned long long)fg_hash64(data, n, 1),
+             (unsigned long long)fg_hash64(data, n, 2));
+}
+
+static bool key_ok(const char *k) {
+    size_t n = strlen(k);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)k[i] < 0x21 || (unsigned char)k[i] > 0x7e)
+            return false;
+    return n >= 1 && n <= 255;
+}
+
+static int replay(fg_req_t *req, const fg_cache_idem_t *st) {
+    if (st->etag && st->etag[0])
+        fg_req_add_header(req, "ETag", st->etag);
+    if (st->location && st->location[0])
+        fg_req_add_header(req, "Location", st->location);
+    char *body = fg_xstrdup(st->body ? st->body : "");
+    return fg_reply_take(req, st->status, "application/json", body, strlen(body));
+}
+
+int wr_idempotent(fg_req_t *req, fg_handler_fn handler) {
+    const char *key = fg_req_header(req, "Idempotency-Key");
+    if (key == NULL)
+        return handler(req);
+    if (!key_ok(key)) {
+        json_t *ext = json_pack("{s:[{s:s,s:s}]}", "errors", "header", "Idempotency-Key", "detail",
+                                "must be 1 to 255 printable ASCII characters");
+        return fg_reply_problem_ext(req, FG_PROBLEM_INVALID, ext,
+                                    "Idempotency-Key must be 1 to 255 printable ASCII characters");
+    }
+    /* The record is the caller's: the same key from another caller is another record. */
+    const char *who = fg_req_principal_name(req);
+    char *scope = fg_xasprintf("%s\n%s", who ? who : "", key);
+    char *body = fg_req_json(req) ? fg_json_dumps(fg_req_json(req), NULL) : fg_xstrdup("");
+    char *what = fg_xasprintf("%s %s\n%s", fg_req_method(req), fg_req_path(req), body);
+    char id[33], fp[33];
+    hex128(scope, strlen(scope), id);
+    hex128(what, strlen(what), fp);
+    free(scope);
+    free(body);
+    free(what);
+    fg_api_t *api = fg_req_app(req);
+    fg_cache_idem_t st;
+    int rc = fg_cache_idem_begin(api->redis, id, fp, IDEM_PENDING_MS, &st);
+    if (rc != FG_OK) {
+        fg_cache_idem_clear(&st);
+        return fg_reply_problem(req, FG_PROBLEM_REDIS_UNAVAILABLE,
+                                "the Idempotency-Key cannot be checked: redis is unavailable");
+    }
+    if (st.state == FG_IDEM_DONE) {
+        rc = replay(req, &st);
+    } else if (st.state == FG_IDEM_PENDING) {
+        rc = fg_reply_problem(req, FG_PROBLEM_CONFLICT,
+                              "a request with this Idempotency-Key is still in progress");
+    } else if (st.state == FG_IDEM_MISMATCH) {
+        json_t *ext = json_pack("{s:[{s:s,s:s}]}", "errors", "header", "Idempotency-Key", "detail",
+                                "was used with another request (method, path or body)");
+        rc = fg_reply_problem_ext(req, FG_PROBLEM_INVALID, ext,
+                                  "Idempotency-Key was used with another request");
+    } else {
+        idem.active = true;
+        idem.stored = false;
+        snprintf(idem.id, sizeof idem.id, "%s", id);
+        rc = handler(req);
+        if (!idem.stored) /* it changed nothing, or failed: a retry runs again */
+            fg_cache_idem_abandon(api->redis, id);
+        idem.active = false;
+    }
+    fg_cache_idem_clear(&st);
+    return rc;
 }

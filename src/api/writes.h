@@ -36,6 +36,12 @@ void wr_wait_applied(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcom
 /* Sends body (stolen) with status, an ETag of version and, for 201, a Location of path. */
 int wr_reply(fg_req_t *req, unsigned status, json_t *body, const char *version,
              const char *location);
+/* Runs handler under the request's Idempotency-Key (IETF httpapi draft), if it has one: the
+ * first request with a key runs and its 2xx answer (sent through wr_reply) is kept in Redis for
+ * 24 hours; a retry with the same key and request answers that again on any replica without
+ * running; the same key with another method, path or body is 422, one still in progress 409.
+ * An answer that is not 2xx is not kept (nothing was changed, or a retry converges). */
+int wr_idempotent(fg_req_t *req, fg_handler_fn handler);
 /* The annotations every object fleetgate writes carries: who asked and the request id. */
 void wr_stamp(fg_req_t *req, json_t *annotations);
 

@@ -106,7 +106,7 @@ START_TEST(faults_give_each_cluster_its_outcome) {
     uint64_t t0 = fg_now_ns();
     ck_assert_int_eq(fg_fed_write_all(fed, w, 3, 800, o), 2);
     double s = (double)(fg_now_ns() - t0) / 1e9;
-    ck_assert_msg(s < 1.5, "took %.2f s", s);
+    ck_assert_msg(s < 2.5, "took %.2f s", s); /* the deadline, not c2's 3 s */
     ck_assert_int_eq(o[0].outcome, FG_FED_APPLIED);
     ck_assert_int_eq(o[1].outcome, FG_FED_FAILED);
     ck_assert_int_eq(o[1].status, 503);
@@ -142,18 +142,22 @@ START_TEST(faults_give_each_cluster_its_outcome) {
 }
 END_TEST
 
-/* Three clusters each 400 ms slow: together well under 3 x 400 ms. */
+/* Three clusters each 1 s slow: together well under the 3 s one after the other would take
+ * (connections warmed first, so TLS handshakes, slow under the sanitizers, are not timed). */
 START_TEST(writes_run_concurrently) {
-    for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(tk_faults(&ks, i, "{\"latencyMs\": 400}"), 0);
-    json_t *ns = namespace("par");
     fg_fed_write_t w[3];
     fg_fed_outcome_t o[3];
+    writes_to_all(w, NULL, FG_KUBE_GET, "/api/v1/namespaces");
+    ck_assert_int_eq(fg_fed_write_all(fed, w, 3, 5000, o), 0);
+    fg_fed_outcomes_clear(o, 3);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tk_faults(&ks, i, "{\"latencyMs\": 1000}"), 0);
+    json_t *ns = namespace("par");
     writes_to_all(w, ns, FG_KUBE_POST, "/api/v1/namespaces");
     uint64_t t0 = fg_now_ns();
-    ck_assert_int_eq(fg_fed_write_all(fed, w, 3, 5000, o), 0);
+    ck_assert_int_eq(fg_fed_write_all(fed, w, 3, 8000, o), 0);
     double s = (double)(fg_now_ns() - t0) / 1e9;
-    ck_assert_msg(s < 1.0, "took %.2f s: not concurrent", s);
+    ck_assert_msg(s < 2.0, "took %.2f s: not concurrent", s);
     fg_fed_outcomes_clear(o, 3);
     json_decref(ns);
 }

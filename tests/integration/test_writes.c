@@ -766,6 +766,88 @@ START_TEST(quota_holds_across_two_replicas) {
 }
 END_TEST
 
+/* ---- Idempotency-Key ------------------------------------------------------------------------ */
+
+static long creates(void) {
+    long n = 0;
+    for (int i = 0; i < 3; i++)
+        n += tk_requests(&ks, i, "create");
+    return n;
+}
+
+START_TEST(idempotent_create_answers_once_across_replicas) {
+    create_quota_project();
+    char *body = app_body("web", 2, "{}", NULL);
+    th_resp_t r;
+    const char *key = "Idempotency-Key: 8e4c1a52-51f0-4d8e-9f7e-3d1c2b0a9f11";
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, key, true, &r), 201);
+    char *first = fg_xstrdup(r.body);
+    th_resp_free(&r);
+    long before = creates();
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, key, true, &r), 201);
+    ck_assert_str_eq(r.body, first);
+    th_resp_free(&r);
+    /* another replica answers the same */
+    uint16_t port2, port1 = port;
+    pid_t second = th_daemon_start(daemon_cfg, &port2, NULL);
+    ck_assert_int_gt(second, 0);
+    port = port2;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, key, true, &r), 201);
+    ck_assert_str_eq(r.body, first);
+    th_resp_free(&r);
+    port = port1;
+    ck_assert_int_eq(th_daemon_stop(second, SIGTERM, 5000), 0);
+    ck_assert_int_eq(creates(), before);
+    /* the same key with another body */
+    char *other = app_body("api", 2, "{}", NULL);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, other, key, true, &r), 422);
+    ck_assert_msg(strstr(r.body, "\"header\":\"Idempotency-Key\"") != NULL, "%s", r.body);
+    th_resp_free(&r);
+    free(other);
+    free(first);
+    free(body);
+}
+END_TEST
+
+/* The client sends, the connection drops before the answer, the client retries with its key:
+ * one app, created once. */
+START_TEST(idempotent_retry_after_dropped_connection) {
+    create_quota_project();
+    char *body = app_body("web", 2, "{}", NULL);
+    char *req = fg_xasprintf("POST /v1/projects/shop/apps HTTP/1.1\r\nHost: x\r\nAuthorization: "
+                             "Bearer %s\r\nContent-Type: application/json\r\nIdempotency-Key: "
+                             "k-1\r\nContent-Length: %zu\r\n\r\n%s",
+                             dev, strlen(body), body);
+    int fd = th_connect(port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+    close(fd);
+    free(req);
+    long before = creates();
+    th_resp_t r;
+    long status = 409;
+    for (int i = 0; i < 200 && status == 409; i++) {
+        status =
+            call("POST", "/v1/projects/shop/apps", dev, body, "Idempotency-Key: k-1", true, &r);
+        th_resp_free(&r);
+        if (status == 409)
+            sleep_ms(20);
+    }
+    ck_assert_int_eq(status, 201);
+    json_t *dep = NULL;
+    long total = 0;
+    for (int i = 0; i < 3; i++) {
+        long n = ks_replicas(i, "web", &dep);
+        total += n > 0 ? n : 0;
+        json_decref(dep);
+        dep = NULL;
+    }
+    ck_assert_int_eq(total, 2);
+    ck_assert_int_le(creates() - before, 2); /* the dropped request's Deployments, once */
+    free(body);
+}
+END_TEST
+
 static Suite *writes_suite(void) {
     Suite *s = suite_create("writes");
     TCase *tc = tcase_create("projects");
@@ -793,6 +875,8 @@ static Suite *writes_suite(void) {
     tcase_add_checked_fixture(tq, setup, teardown);
     tcase_set_timeout(tq, 120);
     tcase_add_test(tq, quota_holds_across_two_replicas);
+    tcase_add_test(tq, idempotent_create_answers_once_across_replicas);
+    tcase_add_test(tq, idempotent_retry_after_dropped_connection);
     suite_add_tcase(s, tq);
     return s;
 }
