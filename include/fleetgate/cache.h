@@ -112,6 +112,12 @@ const char *fg_cache_key_sync(fg_cache_key_t *k, const char *cluster, const char
 const char *fg_cache_key_rv(fg_cache_key_t *k, const char *cluster, const char *resource);
 /* fg:lease:{cluster}:{resource}: string, the replica that runs that informer. */
 const char *fg_cache_key_lease(fg_cache_key_t *k, const char *cluster, const char *resource);
+/* fg:lease:_:{work}: string, the replica that runs a singleton (e.g. "reconciler"). */
+const char *fg_cache_key_work_lease(fg_cache_key_t *k, const char *work);
+/* Takes or extends (release false) or gives up (true) the lease key for holder: *held says
+ * whether holder has it now. FG_OK, FG_EIO, FG_EINVAL (src/cache/lease.c). */
+int fg_cache_lease(fg_redis_t *r, const char *key, const char *holder, int64_t ttl_ms, bool release,
+                   bool *held);
 /* fg:t:{cluster}:{resource}:{nonce}: the prefix of a relist's temporary keys. */
 const char *fg_cache_key_relist(fg_cache_key_t *k, const char *cluster, const char *resource,
                                 const char *nonce);

@@ -189,4 +189,15 @@ json_t *fg_fed_outcomes_json(const fg_fed_write_t *w, const fg_fed_outcome_t *ou
 void fg_fed_outcomes_summary(const fg_fed_write_t *w, const fg_fed_outcome_t *out, size_t n,
                              char *buf, size_t buflen, bool *timed_out);
 
+/* ---- the reconciler (src/fed/reconcile.c) ---------------------------------------------------- */
+
+/* A thread that, every period_ms, while this replica holds the lease fg:lease:_:reconciler
+ * (holder: the replica's id), creates the namespaces of fleetgate's projects in the reachable,
+ * synced clusters that lack them. fed must outlive it. FG_OK with *out, or FG_EIO. */
+typedef struct fg_fed_reconciler fg_fed_reconciler_t;
+int fg_fed_reconciler_start(fg_fed_reconciler_t **out, fg_fed_t *fed, const char *holder,
+                            int64_t period_ms);
+/* Stops the thread, gives up the lease and frees it. NULL is fine. */
+void fg_fed_reconciler_stop(fg_fed_reconciler_t *rc);
+
 #endif

@@ -18,9 +18,10 @@ struct fg_api {
     size_t openapi_len;
     char *docs; /* the rendered reference; NULL when not built */
     size_t docs_len;
-    struct fg_redis *redis;             /* the read APIs' pool (reads.h); owned */
-    struct fg_redis_mirror *pod_mirror; /* local copies of pods for GET; owned; NULL: off */
-    struct fg_fed *fed;                 /* the member clusters for placement (fed/); owned */
+    struct fg_redis *redis;               /* the read APIs' pool (reads.h); owned */
+    struct fg_redis_mirror *pod_mirror;   /* local copies of pods for GET; owned; NULL: off */
+    struct fg_fed *fed;                   /* the member clusters for placement (fed/); owned */
+    struct fg_fed_reconciler *reconciler; /* owned; NULL when the cache is off */
 };
 
 /* The readiness checks, in the order /readyz reports them. */

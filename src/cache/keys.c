@@ -91,3 +91,7 @@ const char *fg_cache_key_idem(fg_cache_key_t *k, const char *id) {
     const char *parts[] = {id};
     return join(k, "fg:idem", 1, parts);
 }
+
+const char *fg_cache_key_work_lease(fg_cache_key_t *k, const char *work) {
+    return fg_cache_key_lease(k, "_", work); /* "_" is no cluster's name (DNS-1123) */
+}

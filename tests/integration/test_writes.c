@@ -365,6 +365,35 @@ START_TEST(project_create_partial_failure_then_retry_converges) {
 }
 END_TEST
 
+/* A project whose namespace is missing in a cluster (added later, or down at the create) gets
+ * it from the reconciler; a namespace fleetgate does not manage is left alone. */
+START_TEST(reconciler_creates_missing_namespaces) {
+    const char *managed = "{\"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"metadata\": "
+                          "{\"name\": \"legacy\", \"labels\": {\"app.kubernetes.io/managed-by\": "
+                          "\"fleetgate\", \"team\": \"old\"}, \"annotations\": "
+                          "{\"fleetgate.io/quota-ondemand-cpu\": \"3\"}}}";
+    const char *foreign = "{\"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"metadata\": "
+                          "{\"name\": \"kube-extra\"}}";
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(tk_call(&ks, i, "POST", "/api/v1/namespaces", managed, NULL), 201);
+        ck_assert_int_eq(tk_call(&ks, i, "POST", "/api/v1/namespaces", foreign, NULL), 201);
+    }
+    json_t *ns = NULL;
+    for (int i = 0; i < 250 && ns == NULL; i++) {
+        ns = ks_namespace(2, "legacy");
+        if (ns == NULL)
+            sleep_ms(40);
+    }
+    ck_assert_msg(ns != NULL, "the reconciler did not create the namespace in c2");
+    ck_assert_str_eq(ann(ns, "fleetgate.io/quota-ondemand-cpu"), "3");
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(json_object_get(ns, "metadata"), "labels"), "team")),
+                     "old");
+    json_decref(ns);
+    ck_assert_ptr_null(ks_namespace(2, "kube-extra"));
+}
+END_TEST
+
 /* The intent is audited before the change, the outcome after. */
 START_TEST(project_writes_are_audited_before_and_after) {
     create_shop();
@@ -860,6 +889,7 @@ static Suite *writes_suite(void) {
     tcase_add_test(tc, project_delete_refused_while_workloads_remain);
     tcase_add_test(tc, project_create_partial_failure_then_retry_converges);
     tcase_add_test(tc, project_writes_are_audited_before_and_after);
+    tcase_add_test(tc, reconciler_creates_missing_namespaces);
     suite_add_tcase(s, tc);
     TCase *ta = tcase_create("apps");
     tcase_add_checked_fixture(ta, setup, teardown);
