@@ -14,3 +14,17 @@ $(PLACE_BENCH): $(BUILD)/obj/tests/bench/place_bench.o $(LIB)
 
 bench-fed: $(PLACE_BENCH)
 	$(PLACE_BENCH) $(BENCH_RUNS)
+
+# make bench-writes: build/bench/write_bench (redis-server, kubesim with 3 clusters in 3 zones and
+# the daemon): p50/p99 of creating an app over 3 clusters through fleetgate vs one Deployment
+# create straight to kubesim, and their ratio; BENCH_ROUNDS rounds (default 100). Not in make test.
+WRITE_BENCH := $(BUILD)/bench/write_bench
+
+$(WRITE_BENCH): $(BUILD)/obj/tests/bench/write_bench.o $(TEST_SUPPORT_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS) $(CHECK_LIBS)
+
+.PHONY: bench-writes
+
+bench-writes: all $(WRITE_BENCH)
+	FG_BUILD=$(BUILD) $(WRITE_BENCH) $(BENCH_ROUNDS)
