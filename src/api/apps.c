@@ -170,9 +170,11 @@ static void quota_release(fg_req_t *req, const char *project, const json_t *spec
 
 /* Places replicas of spec over every cluster, or only over those marked in only (placement
  * then keeps the app where it is). FG_OK with *p; false when it replied (409 with the
- * explanation, 503). */
+ * explanation, 503). p's verdicts point into cl, the caller's table of FG_FED_MAX_CLUSTERS
+ * (names and zones into the configuration), so cl must live as long as p is read; the nodes
+ * in it are not to be read after (their registry snapshot is released). */
 static bool place_or_reply(fg_req_t *req, const json_t *spec, int64_t replicas, const bool *only,
-                           fg_fed_placement_t *p) {
+                           fg_fed_cluster_t *cl, fg_fed_placement_t *p) {
     fg_api_t *api = fg_req_app(req);
     const fg_fed_registry_t *reg = NULL;
     char why[256];
@@ -182,7 +184,6 @@ static bool place_or_reply(fg_req_t *req, const json_t *spec, int64_t replicas, 
     }
     size_t n, k = 0;
     const fg_fed_cluster_t *all = fg_fed_registry_clusters(reg, &n);
-    fg_fed_cluster_t cl[FG_FED_MAX_CLUSTERS];
     for (size_t i = 0; i < n; i++)
         if (only == NULL || only[i])
             cl[k++] = all[i];
@@ -193,7 +194,11 @@ static bool place_or_reply(fg_req_t *req, const json_t *spec, int64_t replicas, 
         json_t *ext = json_pack("{s:o}", "placement", fg_fed_explain(p, fg_wall_ms()));
         fg_reply_problem_ext(req, FG_PROBLEM_PLACEMENT_FAILED, ext, "%s", p->failure);
     }
-    fg_fed_registry_release(reg); /* the verdicts' names point into the configuration */
+    for (size_t i = 0; i < k; i++) { /* the snapshot goes: nothing may point into it */
+        cl[i].nodes = NULL;
+        cl[i].nnodes = 0;
+    }
+    fg_fed_registry_release(reg);
     return rc == FG_OK;
 }
 
@@ -300,7 +305,8 @@ int fg_api_create_app(fg_req_t *req) {
         goto out;
     }
     fg_fed_placement_t p;
-    if (!place_or_reply(req, spec, replicas, NULL, &p) ||
+    fg_fed_cluster_t placed_over[FG_FED_MAX_CLUSTERS];
+    if (!place_or_reply(req, spec, replicas, NULL, placed_over, &p) ||
         !quota_or_reply(req, proj, spec, name, replicas, !dry_run(req)))
         goto out;
     if (dry_run(req)) {
@@ -606,7 +612,8 @@ int fg_api_scale_app(fg_req_t *req) {
         for (size_t j = 0; j < n; j++)
             only[i] = only[i] || strcmp(api->cfg->clusters[i].name, w[j].cluster) == 0;
     fg_fed_placement_t p;
-    if (proj == NULL || !place_or_reply(req, spec, replicas, only, &p) ||
+    fg_fed_cluster_t placed_over[FG_FED_MAX_CLUSTERS];
+    if (proj == NULL || !place_or_reply(req, spec, replicas, only, placed_over, &p) ||
         !quota_or_reply(req, proj, spec, a.name, replicas, !dry_run(req)))
         goto out;
     if (dry_run(req)) {
@@ -678,7 +685,8 @@ static int replace_with(fg_req_t *req, app_t *a, const json_t *app, const json_t
         const rd_part_t *part = rd_part(&a->c, api->cfg->clusters[i].name);
         only[i] = part && a->objs[part - a->c.parts] != NULL;
     }
-    if (proj == NULL || !place_or_reply(req, spec, replicas, stay ? only : NULL, &p) ||
+    fg_fed_cluster_t placed_over[FG_FED_MAX_CLUSTERS];
+    if (proj == NULL || !place_or_reply(req, spec, replicas, stay ? only : NULL, placed_over, &p) ||
         !quota_or_reply(req, proj, spec, a->name, replicas, true) ||
         !wr_audit_or_reply(req, "replace the app's Deployments"))
         goto out;
