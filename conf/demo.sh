@@ -81,6 +81,20 @@ for i in 0 1 2; do
     done
 done
 
+# project "demo" gets a quota in every tier (annotations on its namespaces, as fleetgate's own
+# PATCH /v1/projects/demo writes them), so a new user can create an app at once
+quota='{"metadata":{"annotations":{'
+for tier in reserved ondemand preemptible; do
+    quota+="\"fleetgate.io/quota-$tier-cpu\":\"16\",\"fleetgate.io/quota-$tier-memory\":\"64Gi\","
+    quota+="\"fleetgate.io/quota-$tier-pods\":\"100\","
+done
+quota="${quota%,}}}}"
+for i in 0 1 2; do
+    curl -sS -o /dev/null --cacert "$ca" -H "Authorization: Bearer $token" \
+        -H 'Content-Type: application/merge-patch+json' -X PATCH \
+        "https://127.0.0.1:$((ks_port + i))/api/v1/namespaces/demo" -d "$quota" || true
+done
+
 # build/demo/fleetgate.json: conf/demo.json with the clusters and Redis filled in
 clusters=""
 for i in 0 1 2; do

@@ -169,6 +169,11 @@ const fg_principal_t *fg_auth_principal(const fg_req_t *req);
  * caller read project P". An admin may everything; false when the request has no principal
  * (a public route) unless perm is FG_PERM_PUBLIC. */
 bool fg_auth_req_can(const fg_req_t *req, const char *project, fg_perm_t perm);
+/* For write handlers, after validation and before anything is applied: writes an audit line
+ * with outcome "intent" (and what, e.g. "create 3 Deployments in east-a, east-b, west-a").
+ * FG_OK, or FG_EIO when it cannot be written: the handler then refuses the change with 503
+ * audit-unavailable (fail closed). The seal still writes the outcome line when the reply goes. */
+int fg_auth_audit_intent(fg_req_t *req, const char *what);
 /* For list handlers, before they reply: charges nitems * list_item_cost_milli beyond the one
  * read the gate charged, and updates the RateLimit-* headers. The answer is not refused (it is
  * already computed); the next calls wait instead. */

@@ -112,6 +112,12 @@ const char *fg_cache_key_sync(fg_cache_key_t *k, const char *cluster, const char
 const char *fg_cache_key_rv(fg_cache_key_t *k, const char *cluster, const char *resource);
 /* fg:lease:{cluster}:{resource}: string, the replica that runs that informer. */
 const char *fg_cache_key_lease(fg_cache_key_t *k, const char *cluster, const char *resource);
+/* fg:lease:_:{work}: string, the replica that runs a singleton (e.g. "reconciler"). */
+const char *fg_cache_key_work_lease(fg_cache_key_t *k, const char *work);
+/* Takes or extends (release false) or gives up (true) the lease key for holder: *held says
+ * whether holder has it now. FG_OK, FG_EIO, FG_EINVAL (src/cache/lease.c). */
+int fg_cache_lease(fg_redis_t *r, const char *key, const char *holder, int64_t ttl_ms, bool release,
+                   bool *held);
 /* fg:t:{cluster}:{resource}:{nonce}: the prefix of a relist's temporary keys. */
 const char *fg_cache_key_relist(fg_cache_key_t *k, const char *cluster, const char *resource,
                                 const char *nonce);
@@ -119,6 +125,12 @@ const char *fg_cache_key_relist(fg_cache_key_t *k, const char *cluster, const ch
  * project; class is 'r' (reads), 'w' (writes) or 's' (stream leases, callers only). */
 const char *fg_cache_key_rate_caller(fg_cache_key_t *k, char cls, const char *subject);
 const char *fg_cache_key_rate_project(fg_cache_key_t *k, char cls, const char *project);
+
+/* fg:q:{project}:{tier}: hash, app -> its quota reservation (cache/quota_reserve.lua). */
+const char *fg_cache_key_quota(fg_cache_key_t *k, const char *project, const char *tier);
+
+/* fg:idem:{id}: hash, an Idempotency-Key's record (id: a hash of caller and key). */
+const char *fg_cache_key_idem(fg_cache_key_t *k, const char *id);
 
 /* ---- cluster and sync state (src/cache/state.c) ------------------------------
  *
@@ -181,6 +193,82 @@ void fg_cache_freshness_judge(const fg_cache_cluster_t *cl, const fg_cache_sync_
                               fg_cache_freshness_t *out);
 /* "Current", "Stale", "Missing". */
 const char *fg_cache_freshness_name(fg_freshness_t s);
+
+/* ---- read your writes (src/cache/state.c) ------------------------------------------------
+ *
+ * A write answered by a member cluster shows in the cache once that cluster's informer applied
+ * it. A write handler waits for that before it answers, so a GET on any replica right after
+ * shows the change: the cluster's fg:rv:{cluster}:{resource} at or past the resourceVersion the
+ * write got (fg:rv never runs ahead of the objects), or, for a delete, the object's field gone. */
+typedef struct {
+    const char *cluster;
+    const char *resource; /* for rv: "deployments" */
+    const char *rv;       /* the write's resourceVersion */
+    bool gone;            /* wait for the object below to be absent instead */
+    const char *kind, *scope, *name;
+} fg_cache_wait_t;
+
+/* Whether resourceVersion have is at or past want. Both are compared as the decimal numbers
+ * etcd-backed API servers give out (Kubernetes calls them opaque; fleetgate relies on the
+ * ordering for this wait only); anything else is "not reached". */
+bool fg_cache_rv_reached(const char *have, const char *want);
+/* Polls Redis (every 2 ms, one round trip for all n, at most 64) until every wait is satisfied.
+ * FG_OK, FG_ETIMEOUT after timeout_ms, or FG_EIO when Redis cannot be read. */
+int fg_cache_wait_applied(fg_redis_t *r, const fg_cache_wait_t *w, size_t n, int timeout_ms);
+
+/* ---- tier quota reservations (src/cache/quota.c, cache/quota_reserve.lua) -------------------
+ *
+ * Amounts are {cpu millicores, memory bytes, pods}. A write reserves what its app will take
+ * (replacing the app's earlier reservation) before it reaches a cluster; the script counts every
+ * other app once, by its live reservation or else by what the cache shows of it (uses[], which
+ * the caller reads from the cache), and refuses when any limit would be passed. Reservations
+ * expire after ttl_ms, so one whose write died is forgotten; a write that failed releases its
+ * own at once. */
+typedef struct {
+    const char *app;
+    int64_t amount[3];
+} fg_cache_quota_use_t;
+
+typedef struct {
+    bool reserved;
+    int resource;     /* refused: 0 cpu, 1 memory, 2 pods */
+    int64_t would_be; /* refused: the usage with this app */
+    int64_t limit;
+} fg_cache_quota_verdict_t;
+
+/* limit[i] < 0: no limit on that resource. FG_OK with *out, FG_EIO, or FG_EINVAL. */
+int fg_cache_quota_reserve(fg_redis_t *r, const char *project, const char *tier, const char *app,
+                           const int64_t want[3], const int64_t limit[3], int64_t ttl_ms,
+                           const fg_cache_quota_use_t *uses, size_t nuses,
+                           fg_cache_quota_verdict_t *out);
+/* Drops the app's reservation (a write that failed, an app deleted). */
+int fg_cache_quota_release(fg_redis_t *r, const char *project, const char *tier, const char *app);
+
+/* ---- Idempotency-Key records (src/cache/idem.c, cache/idem_begin.lua) ---------------------
+ *
+ * id names the (caller, key) pair (hex, made by the caller); fingerprint the request (method,
+ * path, body). begin makes a pending record when none exists, atomically, so two replicas
+ * receiving the same retry cannot both run it; finish stores the answer for ttl; abandon
+ * forgets a request that changed nothing (its retry runs again). */
+typedef enum {
+    FG_IDEM_NEW = 0,
+    FG_IDEM_PENDING,
+    FG_IDEM_MISMATCH,
+    FG_IDEM_DONE
+} fg_cache_idem_state_t;
+
+typedef struct {
+    fg_cache_idem_state_t state;
+    unsigned status;              /* DONE: the first answer */
+    char *body, *etag, *location; /* DONE: owned; fg_cache_idem_clear */
+} fg_cache_idem_t;
+
+int fg_cache_idem_begin(fg_redis_t *r, const char *id, const char *fingerprint,
+                        int64_t pending_ttl_ms, fg_cache_idem_t *out);
+void fg_cache_idem_clear(fg_cache_idem_t *s);
+int fg_cache_idem_finish(fg_redis_t *r, const char *id, unsigned status, const char *body,
+                         const char *etag, const char *location, int64_t ttl_ms);
+int fg_cache_idem_abandon(fg_redis_t *r, const char *id);
 
 /* ---- batches: commands sent in one round trip (src/cache/batch.c) -------------
  *

@@ -101,6 +101,9 @@ int fg_json_load(const char *data, size_t len, json_t **out, char *err, size_t e
 json_t *fg_json_string_clean(const char *s, size_t n, size_t max, bool *cut);
 /* Serialise compactly; the caller frees the string. Never fails (aborts on OOM). */
 char *fg_json_dumps(const json_t *j, size_t *len_out);
+/* A JSON merge patch (RFC 7396) of target (borrowed, may be NULL): a new value; objects merge
+ * recursively, null removes a member, anything else (arrays too) replaces. */
+json_t *fg_json_merge_patch(const json_t *target, const json_t *patch);
 /* The JSON type of a value, as error texts name it: "object", "array", "string", "integer",
  * "number" (a non-integer), "boolean" or "null"; "nothing" for NULL. A static string. */
 const char *fg_json_type_name(const json_t *j);
@@ -195,6 +198,8 @@ typedef struct {
     char *client_key_file;
     char *ca_file;
     bool insecure_skip_tls_verify;
+    char **labels; /* "key=value", for placement's clusterSelector (fed/) */
+    size_t nlabels;
 } fg_cluster_conf_t;
 
 /* A JWT verification key from a PEM file (auth.keys[]). */

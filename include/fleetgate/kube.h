@@ -183,6 +183,30 @@ typedef enum {
 int fg_kube_request(fg_kube_client_t *c, fg_kube_method_t method, const char *path,
                     const json_t *body, json_t **out, long *http_code, fg_kube_error_t *err);
 
+/* One request of a batch run by fg_kube_request_all: the inputs are borrowed, the results are
+ * filled by the run (out, when set, belongs to the call: fg_kube_calls_clear releases it). */
+typedef struct {
+    fg_kube_client_t *client; /* the member cluster it goes to */
+    fg_kube_method_t method;
+    const char *path;
+    const json_t *body; /* may be NULL */
+    /* results */
+    int rc;         /* as fg_kube_request returns it */
+    long http_code; /* 0 when no answer came */
+    json_t *out;    /* FG_OK: the answer (a reference owned by the call) */
+    fg_kube_error_t err;
+} fg_kube_call_t;
+
+/* Runs the n calls concurrently on one curl multi handle in the calling thread, each bounded by
+ * deadline_ms (0: its client's timeout), and returns when every one has ended: a slow cluster
+ * delays the answer by at most its deadline and fails only its own call (FG_ETIMEOUT). Every
+ * call's rc, http_code, out and err are set. Returns FG_OK, or FG_EIO when the multi handle
+ * itself failed (the calls not finished then hold FG_EIO). Thread-safe across distinct call
+ * arrays (clients are shared safely). */
+int fg_kube_request_all(fg_kube_call_t *calls, size_t n, long deadline_ms);
+/* Releases the answers the calls hold. */
+void fg_kube_calls_clear(fg_kube_call_t *calls, size_t n);
+
 /* ---- watches in an event loop ------------------------------------------ */
 
 /* An event loop for long-lived transfers (a curl multi handle). Used by one thread at a time. */

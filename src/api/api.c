@@ -1,11 +1,16 @@
 /* api/api.c: the application state that handlers share, built once at start-up. */
 #include "api_internal.h"
 #include "fleetgate/cache.h"
+#include "fleetgate/fed.h"
 #include "fleetgate/kube.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
-#define SPEC_MAX_BYTES (8u << 20)
+#define SPEC_MAX_BYTES          (8u << 20)
+#define FED_SNAPSHOT_MAX_AGE_MS 1000
+#define RECONCILE_PERIOD_MS     2000
 
 int fg_api_new(fg_api_t **out, const fg_config_t *cfg) {
     fg_api_t *api = fg_xcalloc(1, sizeof *api);
@@ -42,6 +47,23 @@ int fg_api_new(fg_api_t **out, const fg_config_t *cfg) {
         fg_api_free(api);
         return FG_ERR;
     }
+    /* One registry snapshot a second serves every placement and cluster read. */
+    if (fg_fed_new(&api->fed, cfg, api->redis, FED_SNAPSHOT_MAX_AGE_MS) != FG_OK) {
+        fg_api_free(api);
+        return FG_EINVAL;
+    }
+    /* One replica at a time completes what writes left undone (a lease in Redis). */
+    if (cfg->cache.enabled && cfg->nclusters > 0) {
+        char holder[128];
+        if (cfg->cache.replica_id)
+            snprintf(holder, sizeof holder, "%s", cfg->cache.replica_id);
+        else
+            snprintf(holder, sizeof holder, "reconciler-%ld-%llx", (long)getpid(),
+                     (unsigned long long)fg_hash64(&api, sizeof api, (uint64_t)fg_now_ns()));
+        if (fg_fed_reconciler_start(&api->reconciler, api->fed, holder, RECONCILE_PERIOD_MS) !=
+            FG_OK)
+            fg_log(FG_LOG_ERROR, NULL, "fed: cannot start the reconciler");
+    }
     *out = api;
     return FG_OK;
 }
@@ -49,7 +71,9 @@ int fg_api_new(fg_api_t **out, const fg_config_t *cfg) {
 void fg_api_free(fg_api_t *api) {
     if (api == NULL)
         return;
-    fg_redis_mirror_free(api->pod_mirror); /* before the pool it borrows */
+    fg_fed_reconciler_stop(api->reconciler); /* before the fed it uses */
+    fg_fed_free(api->fed);                   /* before the pool it borrows */
+    fg_redis_mirror_free(api->pod_mirror);   /* before the pool it borrows */
     fg_redis_free(api->redis);
     free(api->openapi);
     free(api->docs);

@@ -18,8 +18,10 @@ struct fg_api {
     size_t openapi_len;
     char *docs; /* the rendered reference; NULL when not built */
     size_t docs_len;
-    struct fg_redis *redis;             /* the read APIs' pool (reads.h); owned */
-    struct fg_redis_mirror *pod_mirror; /* local copies of pods for GET; owned; NULL: off */
+    struct fg_redis *redis;               /* the read APIs' pool (reads.h); owned */
+    struct fg_redis_mirror *pod_mirror;   /* local copies of pods for GET; owned; NULL: off */
+    struct fg_fed *fed;                   /* the member clusters for placement (fed/); owned */
+    struct fg_fed_reconciler *reconciler; /* owned; NULL when the cache is off */
 };
 
 /* The readiness checks, in the order /readyz reports them. */
@@ -47,6 +49,21 @@ int fg_api_get_scaler(fg_req_t *req);
 int fg_api_list_projects(fg_req_t *req);
 int fg_api_get_project(fg_req_t *req);
 int fg_api_list_clusters(fg_req_t *req);
+
+/* The write APIs: to the member clusters through fed/, answered from the cache once it shows
+ * the change (src/api/projects.c, apps.c over writes.h). */
+int fg_api_create_project(fg_req_t *req);
+int fg_api_update_project(fg_req_t *req);
+int fg_api_delete_project(fg_req_t *req);
+int fg_api_create_app(fg_req_t *req);
+int fg_api_delete_app(fg_req_t *req);
+int fg_api_replace_app(fg_req_t *req);
+int fg_api_patch_app(fg_req_t *req);
+int fg_api_scale_app(fg_req_t *req);
+int fg_api_pause_app(fg_req_t *req);
+int fg_api_resume_app(fg_req_t *req);
+int fg_api_restart_app(fg_req_t *req);
+int fg_api_stop_app(fg_req_t *req);
 int fg_api_get_cluster(fg_req_t *req);
 
 #endif

@@ -4,13 +4,15 @@
  * scope `_`); the list shows only the projects the caller holds a role in (every one for an
  * admin). A cluster is a row of the configuration; what the API says of it comes from Redis:
  * its health (fg:cluster), each cached resource's sync state (fg:sync) and its capacity, summed
- * from its cached nodes (HSCAN, a batch at a time).
+ * from its cached nodes (HSCAN, a batch at a time); what its pods request comes from fed/'s
+ * registry snapshot, the numbers placement decides on.
  */
 #include "reads.h"
 
 #include "cursor.h"
 
 #include "fleetgate/auth.h"
+#include "fleetgate/fed.h"
 #include "fleetgate/kube.h"
 
 #include <stdio.h>
@@ -21,7 +23,7 @@
 
 /* ---- projects ----------------------------------------------------------- */
 
-static json_t *present_project(const rd_ctx_t *c, json_t *const *objs) {
+json_t *rd_present_project(const rd_ctx_t *c, json_t *const *objs) {
     static const struct {
         const char *from, *to;
     } tiers[] = {
@@ -54,9 +56,13 @@ static json_t *present_project(const rd_ctx_t *c, json_t *const *objs) {
         json_t *limits = json_object();
         rd_copy_quantity(limits, "cpu", q, "cpu", true);
         rd_copy_quantity(limits, "memory", q, "memory", false);
+        const json_t *units = json_object_get(json_object_get(f, "quotaUnits"), tiers[k].from);
+        if (json_is_integer(json_object_get(units, "pods")))
+            rd_copy(limits, "pods", units, "pods");
         json_object_set_new(quotas, tiers[k].to, json_pack("{s:o}", "limits", limits));
     }
     json_object_set_new(o, "quotas", quotas);
+    rd_hide_managed_labels(o);
     json_object_set_new(o, "phase", json_string(terminating ? "Terminating" : "Active"));
     json_object_set_new(o, "clusters", clusters);
     char version[80];
@@ -71,7 +77,7 @@ static json_t *project_item(const rd_ctx_t *c, const char *name, json_t *const *
     const rd_selector_t *sel = arg;
     if (!fg_auth_can(fg_auth_principal(c->req), name, FG_PERM_READ))
         return NULL; /* not one of the caller's projects */
-    json_t *o = present_project(c, objs);
+    json_t *o = rd_present_project(c, objs);
     if (!rd_selector_match(sel, json_object_get(o, "labels"))) {
         json_decref(o);
         return NULL;
@@ -100,7 +106,7 @@ int fg_api_get_project(fg_req_t *req) {
         return FG_OK;
     if (found == 0)
         return fg_reply_problem(req, FG_PROBLEM_NOT_FOUND, "no project %s", name);
-    json_t *o = present_project(&c, objs);
+    json_t *o = rd_present_project(&c, objs);
     rd_objs_free(objs, c.nparts);
     char etag[80];
     snprintf(etag, sizeof etag, "%s", rd_str(o, "version"));
@@ -180,6 +186,23 @@ static json_t *bytes_quantity(int64_t bytes) {
     return json_string(s);
 }
 
+/* What the cached pods of the cluster request (from the placement registry; zeros when it
+ * cannot be read: the rest of the answer still says what the cache holds). */
+static fg_fed_amount_t requested(fg_api_t *api, const char *cluster) {
+    fg_fed_amount_t sum = {0};
+    const fg_fed_registry_t *reg = NULL;
+    char why[256];
+    if (fg_fed_registry_get(api->fed, false, &reg, why, sizeof why) != FG_OK)
+        return sum;
+    size_t n;
+    const fg_fed_cluster_t *cl = fg_fed_registry_clusters(reg, &n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(cl[i].name, cluster) == 0)
+            sum = cl[i].requested;
+    fg_fed_registry_release(reg);
+    return sum;
+}
+
 /* One cluster as the API's Cluster, or NULL when it replied (Redis failed). */
 static json_t *cluster_or_reply(fg_req_t *req, fg_api_t *api, const fg_cluster_conf_t *cc) {
     fg_redis_batch_t *b = fg_redis_batch_new();
@@ -211,19 +234,21 @@ static json_t *cluster_or_reply(fg_req_t *req, fg_api_t *api, const fg_cluster_c
     fg_cache_cluster_t cl;
     fg_cache_cluster_read(fg_redis_batch_reply(b, first), &cl);
     fg_redis_batch_free(b);
+    fg_fed_amount_t asked = requested(api, cc->name);
     const char *h = cl.health != FG_HEALTH_HEALTHY ? "Unreachable" /* or never contacted */
                     : settling                     ? "Degraded"
                                                    : "Healthy";
     json_t *o = json_pack(
-        "{s:s,s:s,s:s,s:s,s:o,s:o,s:{s:I,s:I,s:{s:o,s:o,s:s},s:{s:o,s:o,s:s},s:{s:I,s:I}},s:o}",
+        "{s:s,s:s,s:s,s:s,s:o,s:o,s:{s:I,s:I,s:{s:o,s:o,s:o},s:{s:o,s:o,s:o},s:{s:I,s:I}},s:o}",
         "name", cc->name, "region", cc->region ? cc->region : "", "zone", cc->zone, "health", h,
         "lastContactAt", rd_time_or_null(cl.last_contact_ms), "kubernetesVersion",
         cap.kubelet[0] ? json_string(cap.kubelet) : json_null(), "capacity", "nodes",
         (json_int_t)cap.nodes, "readyNodes", (json_int_t)cap.ready, "cpu", "capacity",
-        cpu_quantity(cap.cpu_cap), "allocatable", cpu_quantity(cap.cpu_alloc), "requested", "0",
-        "memory", "capacity", bytes_quantity(cap.mem_cap), "allocatable",
-        bytes_quantity(cap.mem_alloc), "requested", "0", "pods", "capacity",
-        (json_int_t)cap.pods_cap, "running", (json_int_t)pods_cached, "sync", sync);
+        cpu_quantity(cap.cpu_cap), "allocatable", cpu_quantity(cap.cpu_alloc), "requested",
+        cpu_quantity(asked.cpu_milli), "memory", "capacity", bytes_quantity(cap.mem_cap),
+        "allocatable", bytes_quantity(cap.mem_alloc), "requested",
+        bytes_quantity(asked.memory_bytes), "pods", "capacity", (json_int_t)cap.pods_cap, "running",
+        (json_int_t)pods_cached, "sync", sync);
     if (cl.health == FG_HEALTH_UNKNOWN)
         json_object_set_new(o, "healthDetail", json_string("not contacted yet"));
     else if (cl.last_error[0])

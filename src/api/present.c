@@ -100,3 +100,17 @@ json_t *rd_spec_containers(const json_t *list) {
     }
     return out;
 }
+
+void rd_hide_managed_labels(json_t *o) {
+    json_t *labels = json_object_get(o, "labels");
+    const char *k;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(labels, tmp, k, v) {
+        if (strncmp(k, "fleetgate.io/", 13) == 0 || strcmp(k, "app.kubernetes.io/name") == 0 ||
+            strcmp(k, "app.kubernetes.io/managed-by") == 0)
+            json_object_del(labels, k);
+    }
+    if (labels && json_object_size(labels) == 0)
+        json_object_del(o, "labels");
+}

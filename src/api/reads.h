@@ -181,6 +181,14 @@ void rd_copy_quantity(json_t *dst, const char *as, const json_t *src, const char
 json_t *rd_resources(const json_t *src);
 /* The API's Container list ({name, image, resources}) from simplified containers. */
 json_t *rd_spec_containers(const json_t *list);
+/* A project as the API shows it, from its namespaces (objs[i] of parts[i], NULL when absent;
+ * at least one present): a new reference (platform.c). */
+json_t *rd_present_project(const rd_ctx_t *c, json_t *const *objs);
+/* Removes from o's labels those fleetgate writes for itself (app.kubernetes.io/name and
+ * /managed-by, fleetgate.io/...), so the body of a GET can be sent back with PUT. */
+void rd_hide_managed_labels(json_t *o);
+/* An app as the API shows it, from its Deployments (the same convention; workloads.c). */
+json_t *rd_present_app(const rd_ctx_t *c, json_t *const *objs);
 /* The part of c whose cluster is named (NULL when none). */
 const rd_part_t *rd_part(const rd_ctx_t *c, const char *cluster);
 

@@ -2,6 +2,20 @@
  * and limit, the permission the caller needs (fg_perm_t; a row that names none needs admin) and
  * its rate-limit class. Spec first (api/openapi.yaml), then the row here, then its test. */
 #include "api_internal.h"
+#include "writes.h"
+
+/* A POST write that takes an Idempotency-Key: the handler runs under wr_idempotent. */
+#define IDEMPOTENT(h)                                                                              \
+    static int h##_once(fg_req_t *req) {                                                           \
+        return wr_idempotent(req, h);                                                              \
+    }
+IDEMPOTENT(fg_api_create_project)
+IDEMPOTENT(fg_api_create_app)
+IDEMPOTENT(fg_api_scale_app)
+IDEMPOTENT(fg_api_pause_app)
+IDEMPOTENT(fg_api_resume_app)
+IDEMPOTENT(fg_api_restart_app)
+IDEMPOTENT(fg_api_stop_app)
 
 /* One macro a kind of row, so a row is one line that names what differs. */
 #define GET(p, h, perm_, rate_)                                                                    \
@@ -13,6 +27,9 @@
 #define READ(p, h)        GET(p, h, FG_PERM_READ, FG_RATE_READ)
 #define LIST(p, h)        GET(p, h, FG_PERM_READ, FG_RATE_LIST)
 #define ANY_READ(p, h, r) GET(p, h, FG_PERM_AUTHENTICATED, r)
+/* Writes: a JSON body (required, optional or none), the permission, the write rate class. */
+#define WRITE(m, p, h, body_, perm_)                                                               \
+    { .method = m, .pattern = p, .handler = h, .body = body_, .perm = perm_, .rate = FG_RATE_WRITE }
 
 static const fg_route_t routes[] = {
     META("/healthz", fg_api_healthz),
@@ -23,8 +40,29 @@ static const fg_route_t routes[] = {
     ANY_READ("/v1/whoami", fg_api_whoami, FG_RATE_READ),
     ANY_READ("/v1/projects", fg_api_list_projects, FG_RATE_LIST),
     READ("/v1/projects/{project}", fg_api_get_project),
+    WRITE("POST", "/v1/projects", fg_api_create_project_once, FG_BODY_JSON, FG_PERM_ADMIN),
+    WRITE("PATCH", "/v1/projects/{project}", fg_api_update_project, FG_BODY_JSON, FG_PERM_ADMIN),
+    WRITE("DELETE", "/v1/projects/{project}", fg_api_delete_project, FG_BODY_NONE, FG_PERM_ADMIN),
     LIST("/v1/projects/{project}/apps", fg_api_list_apps),
+    WRITE("POST", "/v1/projects/{project}/apps", fg_api_create_app_once, FG_BODY_JSON,
+          FG_PERM_WRITE),
     READ("/v1/projects/{project}/apps/{app}", fg_api_get_app),
+    WRITE("PUT", "/v1/projects/{project}/apps/{app}", fg_api_replace_app, FG_BODY_JSON,
+          FG_PERM_WRITE),
+    WRITE("PATCH", "/v1/projects/{project}/apps/{app}", fg_api_patch_app, FG_BODY_JSON,
+          FG_PERM_WRITE),
+    WRITE("DELETE", "/v1/projects/{project}/apps/{app}", fg_api_delete_app, FG_BODY_NONE,
+          FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/apps/{app}:scale", fg_api_scale_app_once, FG_BODY_JSON,
+          FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/apps/{app}:pause", fg_api_pause_app_once, FG_BODY_NONE,
+          FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/apps/{app}:resume", fg_api_resume_app_once, FG_BODY_NONE,
+          FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/apps/{app}:restart", fg_api_restart_app_once,
+          FG_BODY_NONE, FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/apps/{app}:stop", fg_api_stop_app_once, FG_BODY_NONE,
+          FG_PERM_WRITE),
     LIST("/v1/projects/{project}/pods", fg_api_list_pods),
     READ("/v1/projects/{project}/pods/{pod}", fg_api_get_pod),
     LIST("/v1/projects/{project}/jobsets", fg_api_list_jobsets),

@@ -103,8 +103,9 @@ static json_t *replica_counts(int64_t desired, int64_t ready, int64_t updated, i
 static const char *const app_phases[] = {"Pending", "Running", "Progressing", "Degraded",
                                          "Paused",  "Stopped", NULL};
 
-static json_t *present_app(const rd_ctx_t *c, json_t *const *objs) {
+json_t *rd_present_app(const rd_ctx_t *c, json_t *const *objs) {
     json_t *o = identity(c, objs);
+    rd_hide_managed_labels(o);
     const json_t *f = first_of(c, objs);
     int64_t t[4] = {0, 0, 0, 0};
     bool paused = false, stale = false, behind = false;
@@ -385,7 +386,7 @@ enum { K_APP, K_JOBSET, K_CRONJOB, K_SCALER };
     }
 
 static const kind_row_t kinds[] = {
-    [K_APP] = KIND("app", "deployments", "app", present_app, app_phases, BY_CLUSTER | BY_ZONE),
+    [K_APP] = KIND("app", "deployments", "app", rd_present_app, app_phases, BY_CLUSTER | BY_ZONE),
     [K_JOBSET] =
         KIND("jobset", "jobs", "job set", present_jobset, jobset_phases, BY_CLUSTER | BY_ZONE),
     [K_CRONJOB] = KIND("cronjob", "cronjobs", "cron job", present_cronjob, NULL, BY_CLUSTER),

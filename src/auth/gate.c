@@ -497,6 +497,24 @@ int fg_auth_seal(fg_req_t *req, unsigned status) {
 
 /* ---- for handlers ------------------------------------------------------ */
 
+/* The seal's line comes after the change; this one comes before it, so a change that cannot be
+ * audited never reaches a cluster (DESIGN.md, "The write path"). */
+int fg_auth_audit_intent(fg_req_t *req, const char *what) {
+    reqstate_t *st = fg_req_gate_state(req);
+    if (st == NULL)
+        return FG_OK;
+    json_t *line = audit_line(req, st, 0);
+    json_object_set_new(line, "outcome", json_string("intent"));
+    json_object_del(line, "status");
+    if (what)
+        json_object_set_new(line, "intent", json_string(what));
+    int rc = fg_audit_write(st->auth->audit, line);
+    json_decref(line);
+    if (rc != FG_OK)
+        fg_metric_add(st->auth->m_audit_fail, NULL, 1);
+    return rc;
+}
+
 const fg_principal_t *fg_auth_principal(const fg_req_t *req) {
     const reqstate_t *st = fg_req_gate_state(req);
     return st ? st->principal : NULL;

@@ -81,3 +81,17 @@ const char *fg_cache_key_rate_project(fg_cache_key_t *k, char cls, const char *p
     const char *parts[] = {c, "p", project};
     return join(k, "fg:rl", 3, parts);
 }
+
+const char *fg_cache_key_quota(fg_cache_key_t *k, const char *project, const char *tier) {
+    const char *parts[] = {project, tier};
+    return join(k, "fg:q", 2, parts);
+}
+
+const char *fg_cache_key_idem(fg_cache_key_t *k, const char *id) {
+    const char *parts[] = {id};
+    return join(k, "fg:idem", 1, parts);
+}
+
+const char *fg_cache_key_work_lease(fg_cache_key_t *k, const char *work) {
+    return fg_cache_key_lease(k, "_", work); /* "_" is no cluster's name (DNS-1123) */
+}

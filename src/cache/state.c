@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static const char *const sync_names[] = {
     [FG_SYNC_NONE] = "",           [FG_SYNC_SYNCING] = "Syncing",
@@ -127,4 +128,73 @@ void fg_cache_freshness_judge(const fg_cache_cluster_t *cl, const fg_cache_sync_
         return;
     }
     out->state = FG_FRESH_CURRENT;
+}
+
+/* ---- read your writes ----------------------------------------------------------------- */
+
+bool fg_cache_rv_reached(const char *have, const char *want) {
+    size_t nh = strlen(have), nw = strlen(want);
+    if (nh == 0 || nw == 0 || strspn(have, "0123456789") != nh || strspn(want, "0123456789") != nw)
+        return false;
+    while (nh > 1 && *have == '0')
+        have++, nh--;
+    while (nw > 1 && *want == '0')
+        want++, nw--;
+    return nh != nw ? nh > nw : strcmp(have, want) >= 0;
+}
+
+/* Whether wait i is satisfied by its reply (GET fg:rv, or HEXISTS of the object). */
+static bool applied(const fg_cache_wait_t *w, const fg_redis_reply_t *rep) {
+    if (w->gone)
+        return fg_redis_reply_type(rep) == FG_REDIS_INTEGER && fg_redis_reply_int(rep) == 0;
+    size_t len;
+    const char *s = fg_redis_reply_str(rep, &len);
+    char have[65];
+    snprintf(have, sizeof have, "%.*s", (int)(s ? (len < 64 ? len : 64) : 0), s ? s : "");
+    return fg_cache_rv_reached(have, w->rv);
+}
+
+int fg_cache_wait_applied(fg_redis_t *r, const fg_cache_wait_t *w, size_t n, int timeout_ms) {
+    int rc = FG_ETIMEOUT;
+    bool done[64] = {false};
+    size_t left = n, idx[64];
+    uint64_t until = fg_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    fg_redis_batch_t *b = fg_redis_batch_new();
+    n = n < 64 ? n : 64;
+    left = n;
+    for (;;) {
+        fg_cache_key_t k;
+        fg_redis_batch_reset(b);
+        for (size_t i = 0; i < n; i++) {
+            if (done[i])
+                continue;
+            idx[i] = w[i].gone
+                         ? fg_redis_batch_addv(
+                               b, "HEXISTS",
+                               fg_cache_key_objects(&k, w[i].kind, w[i].cluster, w[i].scope),
+                               w[i].name, NULL)
+                         : fg_redis_batch_addv(
+                               b, "GET", fg_cache_key_rv(&k, w[i].cluster, w[i].resource), NULL);
+        }
+        if (fg_redis_batch_run(r, b, NULL, 0) != FG_OK) {
+            rc = FG_EIO;
+            break;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (!done[i] && applied(&w[i], fg_redis_batch_reply(b, idx[i]))) {
+                done[i] = true;
+                left--;
+            }
+        }
+        if (left == 0) {
+            rc = FG_OK;
+            break;
+        }
+        if (fg_now_ns() >= until)
+            break;
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    fg_redis_batch_free(b);
+    return rc;
 }

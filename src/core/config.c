@@ -100,6 +100,27 @@ static const char *check_readable(const char *v) {
     return access(v, R_OK) == 0 ? NULL : "cannot read this file";
 }
 
+/* A cluster label "key=value": a label key (optional DNS prefix and '/', then at most 63 of
+ * [A-Za-z0-9._-]) and a value of at most 63 of the same, as Kubernetes labels are. */
+static const char *check_label_pair(const char *v) {
+    const char *eq = strchr(v, '=');
+    if (eq == NULL || eq == v)
+        return "must be key=value";
+    size_t klen = (size_t)(eq - v), vlen = strlen(eq + 1);
+    const char *slash = memchr(v, '/', klen);
+    const char *name = slash ? slash + 1 : v;
+    size_t nlen = klen - (size_t)(name - v);
+    if (slash && !fg_is_dns1123_chars(v, (size_t)(slash - v), 253))
+        return "the key's prefix must be a DNS subdomain";
+    if (nlen == 0 || nlen > 63 || vlen > 63)
+        return "key name and value must be at most 63 characters";
+    for (const char *p = name; *p; p++)
+        if (p != eq && !(p[0] >= 'a' && p[0] <= 'z') && !(p[0] >= 'A' && p[0] <= 'Z') &&
+            !(p[0] >= '0' && p[0] <= '9') && !strchr("._-", p[0]))
+            return "key and value may hold letters, digits, '.', '_' and '-'";
+    return NULL;
+}
+
 static const char *check_log_level(const char *v) {
     fg_log_level_t l;
     return fg_log_level_parse(v, &l) == FG_OK ? NULL : "must be one of debug, info, warn, error";
@@ -154,6 +175,11 @@ static const char *check_audit_log(const char *v) {
         .name = n, .kind = K_STRINGS, .offset = field, .count_offset = count_field, .min = lo,     \
         .max = hi, .check = chk, .required = true                                                  \
     }
+#define KEY_STRINGS(n, field, count_field, hi, chk)                                                \
+    {                                                                                              \
+        .name = n, .kind = K_STRINGS, .offset = field, .count_offset = count_field, .max = hi,     \
+        .check = chk                                                                               \
+    }
 /* A table of rows; elem_size is the element's size when it fills array elements, else 0. */
 #define TABLE(rows, elem_size)                                                                     \
     { rows, sizeof rows / sizeof rows[0], elem_size }
@@ -172,6 +198,7 @@ static const key_t_ cluster_keys[] = {
     KEY_STRING("client_key_file", CL(client_key_file), NULL, check_readable),
     KEY_STRING("ca_file", CL(ca_file), NULL, check_readable),
     KEY_BOOL("insecure_skip_tls_verify", CL(insecure_skip_tls_verify), false),
+    KEY_STRINGS("labels", CL(labels), CL(nlabels), 64, check_label_pair),
 };
 static const table_t cluster_table = TABLE(cluster_keys, sizeof(fg_cluster_conf_t));
 

@@ -116,3 +116,20 @@ static const char *const type_names[] = {
 const char *fg_json_type_name(const json_t *j) {
     return j ? type_names[json_typeof(j)] : "nothing";
 }
+
+/* RFC 7396, section 2: the pseudo-code, recursively. */
+json_t *fg_json_merge_patch(const json_t *target, const json_t *patch) {
+    if (!json_is_object(patch))
+        return json_deep_copy(patch);
+    json_t *out = json_is_object(target) ? json_deep_copy(target) : json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)patch, k, v) {
+        if (json_is_null(v)) {
+            json_object_del(out, k);
+            continue;
+        }
+        json_object_set_new(out, k, fg_json_merge_patch(json_object_get(out, k), v));
+    }
+    return out;
+}

@@ -46,6 +46,15 @@ static const problem_row_t problems[FG_PROBLEM__COUNT] = {
                                  "Request target too long"},
     [FG_PROBLEM_HEADERS_TOO_LARGE] = {431, "urn:fleetgate:problem:headers-too-large",
                                       "Request header fields too large"},
+    [FG_PROBLEM_PRECONDITION_FAILED] = {412, "urn:fleetgate:problem:precondition-failed",
+                                        "Precondition failed"},
+    [FG_PROBLEM_UPSTREAM_ERROR] = {502, "urn:fleetgate:problem:upstream-error",
+                                   "A member cluster failed"},
+    [FG_PROBLEM_UPSTREAM_TIMEOUT] = {504, "urn:fleetgate:problem:upstream-timeout",
+                                     "A member cluster timed out"},
+    [FG_PROBLEM_QUOTA_EXCEEDED] = {409, "urn:fleetgate:problem:quota-exceeded", "Quota exceeded"},
+    [FG_PROBLEM_PLACEMENT_FAILED] = {409, "urn:fleetgate:problem:placement-failed",
+                                     "No cluster fits the placement"},
 };
 
 unsigned fg_problem_status(fg_problem_t kind) {

@@ -360,90 +360,176 @@ static const char *const method_names[] = {
     [FG_KUBE_PATCH] = "PATCH", [FG_KUBE_DELETE] = "DELETE",
 };
 
-int fg_kube_request(fg_kube_client_t *c, fg_kube_method_t method, const char *path,
-                    const json_t *body, json_t **out, long *http_code, fg_kube_error_t *err) {
-    int rc = FG_OK;
-    char *url = NULL, *text = NULL;
+/* One request's transfer: set up by xfer_start, run by curl_easy_perform (fg_kube_request) or
+ * by a multi handle (fg_kube_request_all), turned into (rc, out, err) by xfer_finish. */
+typedef struct {
+    fg_kube_client_t *c;
+    CURL *e;
+    char *url, *text;
+    char errbuf[CURL_ERROR_SIZE];
+    answer_t a;
+} xfer_t;
+
+static int xfer_start(xfer_t *x, fg_kube_client_t *c, fg_kube_method_t method, const char *path,
+                      const json_t *body, long timeout_ms, fg_kube_error_t *err) {
     size_t text_len = 0;
-    CURL *e = NULL;
-    char errbuf[CURL_ERROR_SIZE] = "";
-    answer_t a = {.retry_after_s = -1};
-    fg_buf_init(&a.body, c->max_response);
-    fg_kube_error_t scratch;
-    if (err == NULL)
-        err = &scratch;
-    fg_kube_error_clear(err);
+    memset(x, 0, sizeof *x);
+    x->c = c;
+    x->a.retry_after_s = -1;
+    fg_buf_init(&x->a.body, c->max_response);
     if ((unsigned)method > FG_KUBE_DELETE || !path_ok(path)) {
         set_err(err, "BadRequest", "invalid method or path");
-        rc = FG_EINVAL;
-        goto out;
+        return FG_EINVAL;
     }
     if (body != NULL) {
-        text = fg_json_dumps(body, &text_len);
+        x->text = fg_json_dumps(body, &text_len);
         if (text_len > c->max_request) {
             set_err(err, FG_KUBE_REASON_TOO_LARGE, "request body of %zu bytes is over %zu",
                     text_len, c->max_request);
-            rc = FG_ETOOBIG;
-            goto out;
+            return FG_ETOOBIG;
         }
     }
-    url = fg_xasprintf("%s%s", c->base_url, path);
-    e = pool_take(c);
-    setup_easy(c, e, url,
-               method == FG_KUBE_PATCH ? c->hdr_merge : (body ? c->hdr_json : c->hdr_get), errbuf);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+    x->url = fg_xasprintf("%s%s", c->base_url, path);
+    x->e = pool_take(c);
+    CURL *e = x->e;
+    setup_easy(c, e, x->url,
+               method == FG_KUBE_PATCH ? c->hdr_merge : (body ? c->hdr_json : c->hdr_get),
+               x->errbuf);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : c->timeout_ms);
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* API servers gzip large lists */
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &a);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &x->a);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, &a);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &x->a);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, x);
     if (method != FG_KUBE_GET)
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method_names[method]);
-    if (text != NULL) {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, text);
+    if (x->text != NULL) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->text);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)text_len);
     }
-    CURLcode res = curl_easy_perform(e);
+    return FG_OK;
+}
+
+static int xfer_finish(xfer_t *x, CURLcode res, json_t **out, long *http_code,
+                       fg_kube_error_t *err) {
     long code = 0;
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_getinfo(x->e, CURLINFO_RESPONSE_CODE, &code);
     if (http_code != NULL)
         *http_code = code;
-    if (res == CURLE_WRITE_ERROR && a.overflow) {
-        set_err(err, FG_KUBE_REASON_TOO_LARGE, "answer larger than %zu bytes", c->max_response);
+    if (res == CURLE_WRITE_ERROR && x->a.overflow) {
+        set_err(err, FG_KUBE_REASON_TOO_LARGE, "answer larger than %zu bytes", x->c->max_response);
         err->http_code = code;
-        rc = FG_ETOOBIG;
-        goto out;
+        return FG_ETOOBIG;
     }
-    if (res != CURLE_OK) {
-        rc = transfer_error(res, errbuf, err);
-        goto out;
-    }
+    if (res != CURLE_OK)
+        return transfer_error(res, x->errbuf, err);
     if (code < 200 || code > 299) {
-        fg_kube_error_from_body(code, a.body.data, a.body.len, err);
+        fg_kube_error_from_body(code, x->a.body.data, x->a.body.len, err);
         if (err->retry_after_s < 0)
-            err->retry_after_s = a.retry_after_s;
-        rc = FG_ERR;
-        goto out;
+            err->retry_after_s = x->a.retry_after_s;
+        return FG_ERR;
     }
     json_t *j = NULL;
     char jerr[160];
-    if (fg_json_load(a.body.data ? a.body.data : "", a.body.len, &j, jerr, sizeof jerr) != FG_OK ||
+    if (fg_json_load(x->a.body.data ? x->a.body.data : "", x->a.body.len, &j, jerr, sizeof jerr) !=
+            FG_OK ||
         !json_is_object(j)) {
         json_decref(j);
         set_err(err, FG_KUBE_REASON_BAD_RESPONSE, "HTTP %ld answer is not a JSON object%s%s", code,
                 j == NULL ? ": " : "", j == NULL ? jerr : "");
         err->http_code = code;
-        rc = FG_EINVAL;
-        goto out;
+        return FG_EINVAL;
     }
     *out = j;
-out:
-    if (e != NULL)
-        pool_give(c, e);
-    fg_buf_free(&a.body);
-    free(url);
-    free(text);
+    return FG_OK;
+}
+
+static void xfer_free(xfer_t *x) {
+    if (x->e != NULL)
+        pool_give(x->c, x->e);
+    x->e = NULL;
+    fg_buf_free(&x->a.body);
+    free(x->url);
+    free(x->text);
+    x->url = x->text = NULL;
+}
+
+int fg_kube_request(fg_kube_client_t *c, fg_kube_method_t method, const char *path,
+                    const json_t *body, json_t **out, long *http_code, fg_kube_error_t *err) {
+    xfer_t x;
+    fg_kube_error_t scratch;
+    if (err == NULL)
+        err = &scratch;
+    fg_kube_error_clear(err);
+    int rc = xfer_start(&x, c, method, path, body, 0, err);
+    if (rc == FG_OK)
+        rc = xfer_finish(&x, curl_easy_perform(x.e), out, http_code, err);
+    xfer_free(&x);
     return rc;
+}
+
+/* ---- several requests at once ---------------------------------------------- */
+
+/* Every call's transfer is added to one multi handle and driven until all have ended; each has
+ * its own deadline (CURLOPT_TIMEOUT_MS), so a slow cluster costs the others nothing. A call
+ * that cannot start (bad path, body too large) ends at once with its rc. */
+int fg_kube_request_all(fg_kube_call_t *calls, size_t n, long deadline_ms) {
+    int rc = FG_OK;
+    xfer_t *xs = fg_xcalloc(n ? n : 1, sizeof *xs);
+    CURLM *m = curl_multi_init();
+    if (m == NULL)
+        abort(); /* out of memory */
+    for (size_t i = 0; i < n; i++) {
+        fg_kube_call_t *k = &calls[i];
+        fg_kube_error_clear(&k->err);
+        k->out = NULL;
+        k->http_code = 0;
+        k->rc = xfer_start(&xs[i], k->client, k->method, k->path, k->body, deadline_ms, &k->err);
+        if (k->rc == FG_OK && curl_multi_add_handle(m, xs[i].e) != CURLM_OK) {
+            set_err(&k->err, FG_KUBE_REASON_TRANSPORT, "curl_multi_add_handle failed");
+            k->rc = FG_EIO;
+        }
+    }
+    int running = 1;
+    while (running > 0) {
+        if (curl_multi_perform(m, &running) != CURLM_OK ||
+            (running > 0 && curl_multi_poll(m, NULL, 0, 100, NULL) != CURLM_OK)) {
+            rc = FG_EIO;
+            break;
+        }
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(m, &left)) != NULL) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            xfer_t *x = NULL;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+            fg_kube_call_t *k = &calls[x - xs];
+            CURLcode res = msg->data.result;
+            curl_multi_remove_handle(m, msg->easy_handle);
+            k->rc = xfer_finish(x, res, &k->out, &k->http_code, &k->err);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (rc != FG_OK && calls[i].rc == FG_OK && calls[i].out == NULL) {
+            set_err(&calls[i].err, FG_KUBE_REASON_TRANSPORT, "the transfer loop failed");
+            calls[i].rc = FG_EIO;
+        }
+        if (xs[i].e != NULL)
+            curl_multi_remove_handle(m, xs[i].e); /* harmless when already removed */
+        xfer_free(&xs[i]);
+    }
+    curl_multi_cleanup(m);
+    free(xs);
+    return rc;
+}
+
+void fg_kube_calls_clear(fg_kube_call_t *calls, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        json_decref(calls[i].out);
+        calls[i].out = NULL;
+    }
 }
 
 /* ---- watches in a loop ---------------------------------------------------- */

@@ -1328,6 +1328,7 @@ static const struct {
     {"cpu", "cpuMilli", true},
     {"memory", "memoryBytes", false},
     {"gpu", "gpu", false},
+    {"pods", "pods", false},
 };
 
 /* quota: {tier: {cpu: "100", ...}}, quotaUnits: {tier: {cpuMilli: 100000, ...}}, and

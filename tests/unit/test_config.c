@@ -119,6 +119,11 @@ static const struct {
      "t.json: clusters[0].token_file: cannot read this file (got \"/nonexistent/token\")\n"
      "t.json: clusters[0]: needs credentials: token_file or client_cert_file and "
      "client_key_file\n"},
+    {"{\"clusters\": [{\"name\": \"a\", \"zone\": \"z\", \"url\": \"http://h:1\", "
+     "\"labels\": [\"env=prod\", \"gpu\", \"a b=c\"]}]}",
+     "t.json: clusters[0].labels[1]: must be key=value (got \"gpu\")\n"
+     "t.json: clusters[0].labels[2]: key and value may hold letters, digits, '.', '_' and '-' "
+     "(got \"a b=c\")\n"},
     /* Several problems are all reported, in file order. */
     {"{\"workers\": 0, \"listen\": \"h\", \"bogus\": true}",
      "t.json: workers: must be from 1 to 256 (got 0)\n"

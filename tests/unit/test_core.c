@@ -85,6 +85,40 @@ static const struct {
     {"-9223372036854775808", INT64_MIN, 0, FG_OK, INT64_MIN},
 };
 
+/* RFC 7396 appendix A, every example. */
+static const struct {
+    const char *target, *patch, *result;
+} merge_cases[] = {
+    {"{\"a\":\"b\"}", "{\"a\":\"c\"}", "{\"a\":\"c\"}"},
+    {"{\"a\":\"b\"}", "{\"b\":\"c\"}", "{\"a\":\"b\",\"b\":\"c\"}"},
+    {"{\"a\":\"b\"}", "{\"a\":null}", "{}"},
+    {"{\"a\":\"b\",\"b\":\"c\"}", "{\"a\":null}", "{\"b\":\"c\"}"},
+    {"{\"a\":[\"b\"]}", "{\"a\":\"c\"}", "{\"a\":\"c\"}"},
+    {"{\"a\":\"c\"}", "{\"a\":[\"b\"]}", "{\"a\":[\"b\"]}"},
+    {"{\"a\":{\"b\":\"c\"}}", "{\"a\":{\"b\":\"d\",\"c\":null}}", "{\"a\":{\"b\":\"d\"}}"},
+    {"{\"a\":[{\"b\":\"c\"}]}", "{\"a\":[1]}", "{\"a\":[1]}"},
+    {"[\"a\",\"b\"]", "[\"c\",\"d\"]", "[\"c\",\"d\"]"},
+    {"{\"a\":\"b\"}", "[\"c\"]", "[\"c\"]"},
+    {"{\"a\":\"foo\"}", "null", "null"},
+    {"{\"a\":\"foo\"}", "\"bar\"", "\"bar\""},
+    {"{\"e\":null}", "{\"a\":1}", "{\"e\":null,\"a\":1}"},
+    {"[1,2]", "{\"a\":\"b\",\"c\":null}", "{\"a\":\"b\"}"},
+    {"{}", "{\"a\":{\"bb\":{\"ccc\":null}}}", "{\"a\":{\"bb\":{}}}"},
+};
+
+START_TEST(merge_patch_rfc7396_examples) {
+    json_t *t = json_loads(merge_cases[_i].target, JSON_DECODE_ANY, NULL);
+    json_t *p = json_loads(merge_cases[_i].patch, JSON_DECODE_ANY, NULL);
+    json_t *want = json_loads(merge_cases[_i].result, JSON_DECODE_ANY, NULL);
+    json_t *got = fg_json_merge_patch(t, p);
+    ck_assert_msg(json_equal(got, want), "%s + %s", merge_cases[_i].target, merge_cases[_i].patch);
+    json_decref(t);
+    json_decref(p);
+    json_decref(want);
+    json_decref(got);
+}
+END_TEST
+
 START_TEST(parse_int64_table) {
     int64_t v = -42;
     const char *in = int_cases[_i].in;
@@ -227,6 +261,8 @@ END_TEST
 static Suite *core_suite(void) {
     Suite *s = suite_create("core");
     TCase *tc = tcase_create("core");
+    tcase_add_loop_test(tc, merge_patch_rfc7396_examples, 0,
+                        (int)(sizeof merge_cases / sizeof merge_cases[0]));
     tcase_add_test(tc, buf_refuses_growth_past_max_and_stays_unchanged);
     tcase_add_test(tc, buf_json_escape_escapes_quotes_and_controls);
     tcase_add_test(tc, buf_json_escape_shows_invalid_utf8_as_text);

@@ -1,0 +1,39 @@
+-- cache/quota_reserve.lua: the atomic check-and-reserve of a project's tier quota
+-- (cache/SCHEMA.md section 2, fg:q). Replicas of fleetgate racing for the last unit of a quota
+-- run this one at a time in Redis, so they cannot both win.
+-- KEYS[1] fg:q:{project}:{tier}: hash, app -> "cpuMilli,memoryBytes,pods,expiresMs"
+-- ARGV: now (ms), ttl (ms), app, want cpu, memory, pods, limit cpu, memory, pods (-1: none),
+--       then what the cache shows of the tier's apps (the caller's own excluded), as one string
+--       "name,cpu,mem,pods;name,cpu,mem,pods;..." (one argument, however many apps)
+-- An app is counted once: by its live reservation when it has one (a write in flight, or one
+-- that landed less than ttl ago), else by what the cache shows of it.
+-- Returns {1} when reserved (the reservation replaces the app's previous one), or
+-- {0, resource (1 cpu, 2 memory, 3 pods), would-be usage, limit} when the quota would be passed.
+local now, ttl, me = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local want = {tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])}
+local lim = {tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])}
+local used, held = {0, 0, 0}, {}
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local name, v = all[i], all[i + 1]
+  local c, m, p, exp = string.match(v, '^(%d+),(%d+),(%d+),(%d+)$')
+  if c == nil or tonumber(exp) <= now then
+    redis.call('HDEL', KEYS[1], name)
+  elseif name ~= me then
+    held[name] = true
+    used[1], used[2], used[3] = used[1] + tonumber(c), used[2] + tonumber(m), used[3] + tonumber(p)
+  end
+end
+for name, c, m, p in string.gmatch(ARGV[10] or '', '([^,;]+),(%d+),(%d+),(%d+)') do
+  if name ~= me and not held[name] then
+    used[1], used[2], used[3] = used[1] + tonumber(c), used[2] + tonumber(m), used[3] + tonumber(p)
+  end
+end
+for r = 1, 3 do
+  if lim[r] >= 0 and used[r] + want[r] > lim[r] then
+    return {0, r, used[r] + want[r], lim[r]}
+  end
+end
+redis.call('HSET', KEYS[1], me, string.format('%d,%d,%d,%d', want[1], want[2], want[3], now + ttl))
+redis.call('PEXPIRE', KEYS[1], ttl * 2)
+return {1}

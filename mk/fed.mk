@@ -1,0 +1,30 @@
+# fed: placement and the write path's federation layer (src/fed/).
+#   make bench-fed   build/bench/place_bench: one app placed over 64 clusters x 3,000 nodes
+#                    (median and p99 of 1,000 placements per case; not in make test, but the
+#                    binary is built by `make`, so it cannot rot)
+
+PLACE_BENCH := $(BUILD)/bench/place_bench
+ALL_BINS += $(PLACE_BENCH)
+
+$(PLACE_BENCH): $(BUILD)/obj/tests/bench/place_bench.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+.PHONY: bench-fed
+
+bench-fed: $(PLACE_BENCH)
+	$(PLACE_BENCH) $(BENCH_RUNS)
+
+# make bench-writes: build/bench/write_bench (redis-server, kubesim with 3 clusters in 3 zones and
+# the daemon): p50/p99 of creating an app over 3 clusters through fleetgate vs one Deployment
+# create straight to kubesim, and their ratio; BENCH_ROUNDS rounds (default 100). Not in make test.
+WRITE_BENCH := $(BUILD)/bench/write_bench
+
+$(WRITE_BENCH): $(BUILD)/obj/tests/bench/write_bench.o $(TEST_SUPPORT_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS) $(CHECK_LIBS)
+
+.PHONY: bench-writes
+
+bench-writes: all $(WRITE_BENCH)
+	FG_BUILD=$(BUILD) $(WRITE_BENCH) $(BENCH_ROUNDS)

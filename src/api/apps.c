@@ -1,0 +1,759 @@
+/* api/apps.c: creating, scaling, pausing, resuming, restarting, stopping and deleting apps.
+ *
+ * An app is one Deployment per chosen cluster (appspec.c builds it). A create validates the
+ * body, checks the project and its tier quota, places the replicas (fed/: `?dryRun=true` stops
+ * here and answers the explanation), audits the intent (fail closed), creates the Deployments
+ * at once, waits until the cache shows them and answers what a GET shows. When a cluster fails
+ * a create, the Deployments the others made are deleted again (rollback) and the answer says
+ * so: a create is all or nothing. A verb or scale that fails in one cluster keeps what the
+ * others applied (each is idempotent, so the same request again converges) and the answer
+ * names the failing cluster.
+ */
+#include "appspec.h"
+#include "writes.h"
+
+#include "fleetgate/kube.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEPLOYMENTS "deployments"
+
+/* ---- reading what is there ------------------------------------------------------------- */
+
+/* The project as presented (a new reference), or NULL when it replied 404 / 503. */
+static json_t *project_or_reply(fg_req_t *req, const char *project) {
+    json_t *objs[RD_MAX_CLUSTERS];
+    size_t found;
+    rd_ctx_t c;
+    if (!rd_get_or_reply(&c, req, "project", "namespaces", "_", project, NULL, objs, &found))
+        return NULL;
+    json_t *p = found ? rd_present_project(&c, objs) : NULL;
+    rd_objs_free(objs, c.nparts);
+    if (p == NULL)
+        fg_reply_problem(req, FG_PROBLEM_NOT_FOUND, "no project %s", project);
+    return p;
+}
+
+#define QUOTA_TTL_MS 60000 /* a reservation outlives its write until the cache shows it */
+
+static const struct {
+    const char *res;
+    bool milli;
+} quota_rows[3] = {{"cpu", true}, {"memory", false}, {"pods", false}};
+
+/* What replicas of an app (spec, or a cached app's containers) take: {cpu, memory, pods}. */
+static void demand(const json_t *containers, int64_t replicas, int64_t out[3]) {
+    const json_t *c;
+    size_t i;
+    out[0] = out[1] = 0;
+    out[2] = replicas;
+    json_array_foreach(containers, i, c) {
+        const json_t *r = json_object_get(json_object_get(c, "resources"), "requests");
+        for (size_t k = 0; k < 2; k++) {
+            const char *q = json_string_value(json_object_get(r, quota_rows[k].res));
+            int64_t n = 0;
+            if (q && fg_kube_quantity_parse(q, strlen(q), quota_rows[k].milli, &n) == FG_OK)
+                out[k] += n * replicas;
+        }
+    }
+}
+
+/* What the cache shows of the tier's other apps in the project, one entry an app (summed over
+ * clusters); names borrowed from *batch. FG_OK, or false when it replied 503. */
+static bool tier_usage_or_reply(fg_req_t *req, const char *project, const char *tier,
+                                const char *app, fg_redis_batch_t *b, fg_cache_quota_use_t **uses,
+                                size_t *nuses) {
+    fg_api_t *api = fg_req_app(req);
+    fg_cache_key_t k;
+    for (size_t i = 0; i < api->cfg->nclusters; i++)
+        fg_redis_batch_addv(b, "HGETALL",
+                            fg_cache_key_objects(&k, "app", api->cfg->clusters[i].name, project),
+                            NULL);
+    if (!rd_batch_or_reply(req, api, b))
+        return false;
+    json_t *by_name = json_object();
+    for (size_t i = 0; i < api->cfg->nclusters; i++) {
+        const fg_redis_reply_t *h = fg_redis_batch_reply(b, i);
+        for (size_t j = 1; j < fg_redis_reply_len(h); j += 2) {
+            json_t *a = rd_parse_object(fg_redis_reply_at(h, j), fg_req_id(req));
+            const char *name = rd_str(a, "name"),
+                       *t = rd_str(json_object_get(a, "labels"), AS_TIER_LABEL);
+            if (a && name && strcmp(name, app) != 0 && strcmp(t ? t : "OnDemand", tier) == 0) {
+                int64_t d[3];
+                demand(json_object_get(a, "containers"),
+                       rd_int(json_object_get(a, "replicas"), "desired", 1), d);
+                json_t *sum = json_object_get(by_name, name);
+                if (sum == NULL) {
+                    sum = json_pack("[I,I,I]", (json_int_t)0, (json_int_t)0, (json_int_t)0);
+                    json_object_set_new(by_name, name, sum);
+                }
+                for (size_t r = 0; r < 3; r++)
+                    json_array_set_new(
+                        sum, r, json_integer(json_integer_value(json_array_get(sum, r)) + d[r]));
+            }
+            json_decref(a);
+        }
+    }
+    *nuses = 0;
+    *uses = fg_xcalloc(json_object_size(by_name) + 1, sizeof **uses);
+    const char *name;
+    json_t *sum;
+    json_object_foreach(by_name, name, sum) {
+        fg_cache_quota_use_t *u = &(*uses)[(*nuses)++];
+        u->app = fg_xstrdup(name);
+        for (size_t r = 0; r < 3; r++)
+            u->amount[r] = json_integer_value(json_array_get(sum, r));
+    }
+    json_decref(by_name);
+    return true;
+}
+
+/* The tier's quota, checked and reserved atomically across replicas (cache/quota_reserve.lua):
+ * the tier must have a quota in the project, and this app's replicas plus every other app of the
+ * tier (in the cache, or reserved by a write in flight) must fit. keep false: check only (a dry
+ * run). 409 quota-exceeded naming tier, resource, would-be usage and quota. */
+static bool quota_or_reply(fg_req_t *req, const json_t *project, const json_t *spec,
+                           const char *app, int64_t replicas, bool keep) {
+    const char *tier = as_tier(spec), *name = json_string_value(json_object_get(project, "name"));
+    const json_t *lim =
+        json_object_get(json_object_get(json_object_get(project, "quotas"), tier), "limits");
+    if (lim == NULL) {
+        fg_reply_problem(req, FG_PROBLEM_QUOTA_EXCEEDED,
+                         "tier %s of project %s has no quota: the tier may not be used", tier,
+                         name);
+        return false;
+    }
+    int64_t limit[3], want[3];
+    for (size_t r = 0; r < 3; r++) {
+        const json_t *q = json_object_get(lim, quota_rows[r].res);
+        const char *s = json_string_value(q);
+        limit[r] = json_is_integer(q) ? json_integer_value(q) : -1;
+        if (s && fg_kube_quantity_parse(s, strlen(s), quota_rows[r].milli, &limit[r]) != FG_OK)
+            limit[r] = -1;
+    }
+    demand(json_object_get(spec, "containers"), replicas, want);
+    fg_api_t *api = fg_req_app(req);
+    fg_redis_batch_t *b = fg_redis_batch_new();
+    fg_cache_quota_use_t *uses = NULL;
+    size_t nuses = 0;
+    fg_cache_quota_verdict_t v = {0};
+    bool ok = tier_usage_or_reply(req, name, tier, app, b, &uses, &nuses);
+    if (ok && fg_cache_quota_reserve(api->redis, name, tier, app, want, limit, QUOTA_TTL_MS, uses,
+                                     nuses, &v) != FG_OK) {
+        fg_reply_problem(req, FG_PROBLEM_REDIS_UNAVAILABLE,
+                         "the quota of tier %s cannot be checked: redis is unavailable", tier);
+        ok = false;
+    } else if (ok && !v.reserved) {
+        const char *unit = quota_rows[v.resource].milli ? "m" : "";
+        fg_reply_problem(req, FG_PROBLEM_QUOTA_EXCEEDED,
+                         "tier %s of project %s: %s would be %lld%s of a quota of %lld%s", tier,
+                         name, quota_rows[v.resource].res, (long long)v.would_be, unit,
+                         (long long)v.limit, unit);
+        ok = false;
+    } else if (ok && !keep) {
+        fg_cache_quota_release(api->redis, name, tier, app);
+    }
+    for (size_t i = 0; i < nuses; i++)
+        free((char *)uses[i].app);
+    free(uses);
+    fg_redis_batch_free(b);
+    return ok;
+}
+
+static void quota_release(fg_req_t *req, const char *project, const json_t *spec, const char *app) {
+    fg_api_t *api = fg_req_app(req);
+    fg_cache_quota_release(api->redis, project, as_tier(spec), app);
+}
+
+/* Places replicas of spec over every cluster, or only over those marked in only (placement
+ * then keeps the app where it is). FG_OK with *p; false when it replied (409 with the
+ * explanation, 503). p's verdicts point into cl, the caller's table of FG_FED_MAX_CLUSTERS
+ * (names and zones into the configuration), so cl must live as long as p is read; the nodes
+ * in it are not to be read after (their registry snapshot is released). */
+static bool place_or_reply(fg_req_t *req, const json_t *spec, int64_t replicas, const bool *only,
+                           fg_fed_cluster_t *cl, fg_fed_placement_t *p) {
+    fg_api_t *api = fg_req_app(req);
+    const fg_fed_registry_t *reg = NULL;
+    char why[256];
+    if (fg_fed_registry_get(api->fed, false, &reg, why, sizeof why) != FG_OK) {
+        fg_reply_problem(req, FG_PROBLEM_REDIS_UNAVAILABLE, "%s", why);
+        return false;
+    }
+    size_t n, k = 0;
+    const fg_fed_cluster_t *all = fg_fed_registry_clusters(reg, &n);
+    for (size_t i = 0; i < n; i++)
+        if (only == NULL || only[i])
+            cl[k++] = all[i];
+    as_request_t r;
+    as_request(spec, replicas, &r);
+    int rc = fg_fed_place(cl, k, &r.req, p);
+    if (rc != FG_OK) {
+        json_t *ext = json_pack("{s:o}", "placement", fg_fed_explain(p, fg_wall_ms()));
+        fg_reply_problem_ext(req, FG_PROBLEM_PLACEMENT_FAILED, ext, "%s", p->failure);
+    }
+    for (size_t i = 0; i < k; i++) { /* the snapshot goes: nothing may point into it */
+        cl[i].nodes = NULL;
+        cl[i].nnodes = 0;
+    }
+    fg_fed_registry_release(reg);
+    return rc == FG_OK;
+}
+
+static bool dry_run(fg_req_t *req) {
+    const char *d = fg_req_query(req, "dryRun");
+    return d && strcmp(d, "true") == 0;
+}
+
+static int reply_dry_run(fg_req_t *req, const json_t *app, const fg_fed_placement_t *p) {
+    json_t *a = json_pack("{s:O,s:O}", "name", json_object_get(app, "name"), "spec",
+                          json_object_get(app, "spec"));
+    if (json_object_get(app, "labels"))
+        json_object_set(a, "labels", json_object_get(app, "labels"));
+    return fg_reply_json(req, 200,
+                         json_pack("{s:b,s:o,s:o}", "dryRun", 1, "placement",
+                                   fg_fed_explain(p, fg_wall_ms()), "app", a));
+}
+
+/* Answers the app as the cache shows it, with the write's placement and outcomes. */
+static int reply_app(fg_req_t *req, const char *project, const char *name, unsigned status,
+                     json_t *placement, json_t *outcomes) {
+    json_t *objs[RD_MAX_CLUSTERS];
+    size_t found;
+    rd_ctx_t c;
+    if (!rd_get_or_reply(&c, req, "app", DEPLOYMENTS, project, name, NULL, objs, &found) ||
+        found == 0) {
+        json_decref(placement);
+        json_decref(outcomes);
+        return found == 0 ? fg_reply_problem(req, FG_PROBLEM_CONFLICT,
+                                             "app %s was written but is not in the cache yet", name)
+                          : FG_OK;
+    }
+    json_t *o = rd_present_app(&c, objs);
+    rd_objs_free(objs, c.nparts);
+    if (placement)
+        json_object_set_new(o, "placement", placement);
+    json_object_set_new(o, "outcomes", outcomes);
+    char version[80], location[256];
+    snprintf(version, sizeof version, "%s", rd_str(o, "version"));
+    snprintf(location, sizeof location, "/v1/projects/%s/apps/%s", project, name);
+    return wr_reply(req, status, o, version, status == 201 ? location : NULL);
+}
+
+/* ---- create ---------------------------------------------------------------------------- */
+
+/* The annotations of every Deployment of one write: the spec, the placement, who and which. */
+static json_t *app_annotations(fg_req_t *req, const json_t *spec, const json_t *explain) {
+    json_t *a = json_object();
+    char *s = fg_json_dumps(spec, NULL), *p = explain ? fg_json_dumps(explain, NULL) : NULL;
+    json_object_set_new(a, "fleetgate.io/spec", json_string(s));
+    if (p)
+        json_object_set_new(a, "fleetgate.io/placement", json_string(p));
+    free(s);
+    free(p);
+    wr_stamp(req, a);
+    return a;
+}
+
+/* Deletes what a failed create made, so a create is all or nothing. */
+static void roll_back(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *o, size_t n,
+                      const char *path) {
+    fg_fed_write_t del[FG_FED_MAX_CLUSTERS];
+    fg_fed_outcome_t out[FG_FED_MAX_CLUSTERS];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (o[i].outcome == FG_FED_APPLIED)
+            del[k++] = (fg_fed_write_t){
+                .cluster = w[i].cluster, .method = FG_KUBE_DELETE, .path = path, .absent_ok = true};
+    fg_api_t *api = fg_req_app(req);
+    if (k > 0 && fg_fed_write_all(api->fed, del, k, WR_CLUSTER_DEADLINE_MS, out) > 0)
+        FG_LOG(FG_LOG_ERROR, fg_req_id(req), "create: rolling back %s failed in a cluster", path);
+    fg_fed_outcomes_clear(out, k);
+}
+
+int fg_api_create_app(fg_req_t *req) {
+    const char *project = fg_req_param(req, "project");
+    json_t *app = fg_req_json(req), *proj = NULL, *explain = NULL, *ann = NULL;
+    json_t *deps[FG_FED_MAX_CLUSTERS] = {NULL};
+    fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
+    fg_fed_outcome_t o[FG_FED_MAX_CLUSTERS];
+    size_t n = 0;
+    int rc = FG_OK;
+    vd_t v;
+    vd_init(&v);
+    as_validate(&v, app);
+    if (!vd_ok(&v)) {
+        rc = vd_reply(req, &v);
+        goto out;
+    }
+    const char *name = json_string_value(json_object_get(app, "name"));
+    const json_t *spec = json_object_get(app, "spec");
+    int64_t replicas = json_integer_value(json_object_get(spec, "replicas"));
+    json_t *objs[RD_MAX_CLUSTERS];
+    size_t found;
+    rd_ctx_t c;
+    proj = project_or_reply(req, project);
+    if (proj == NULL ||
+        !rd_get_or_reply(&c, req, "app", DEPLOYMENTS, project, name, NULL, objs, &found))
+        goto out;
+    rd_objs_free(objs, c.nparts);
+    if (found > 0) {
+        rc = fg_reply_problem(req, FG_PROBLEM_CONFLICT, "app %s exists already in project %s", name,
+                              project);
+        goto out;
+    }
+    fg_fed_placement_t p;
+    fg_fed_cluster_t placed_over[FG_FED_MAX_CLUSTERS];
+    if (!place_or_reply(req, spec, replicas, NULL, placed_over, &p) ||
+        !quota_or_reply(req, proj, spec, name, replicas, !dry_run(req)))
+        goto out;
+    if (dry_run(req)) {
+        rc = reply_dry_run(req, app, &p);
+        goto out;
+    }
+    char what[160], path[256], one[320];
+    snprintf(what, sizeof what, "create Deployment %s/%s in %zu clusters", project, name,
+             p.nchosen);
+    if (!wr_audit_or_reply(req, what)) {
+        quota_release(req, project, spec, name);
+        goto out;
+    }
+    explain = fg_fed_explain(&p, fg_wall_ms());
+    ann = app_annotations(req, spec, explain);
+    snprintf(path, sizeof path, "/apis/apps/v1/namespaces/%s/deployments", project);
+    for (size_t i = 0; i < p.nverdicts; i++) {
+        if (!p.verdicts[i].chosen)
+            continue;
+        deps[n] = as_deployment(app, project, p.verdicts[i].replicas, ann);
+        w[n] = (fg_fed_write_t){.cluster = p.verdicts[i].cluster->name,
+                                .method = FG_KUBE_POST,
+                                .path = path,
+                                .body = deps[n]};
+        n++;
+    }
+    snprintf(one, sizeof one, "%s/%s", path, name);
+    fg_api_t *api = fg_req_app(req);
+    if (fg_fed_write_all(api->fed, w, n, WR_CLUSTER_DEADLINE_MS, o) > 0) {
+        roll_back(req, w, o, n, one);
+        quota_release(req, project, spec, name);
+        wr_reply_failure(req, w, o, n, "; the clusters that created it deleted it again");
+        goto out;
+    }
+    wr_wait_applied(req, w, o, n, "app", DEPLOYMENTS, project, name, false);
+    rc = reply_app(req, project, name, 201, json_incref(explain), fg_fed_outcomes_json(w, o, n));
+out:
+    fg_fed_outcomes_clear(o, n);
+    for (size_t i = 0; i < n; i++)
+        json_decref(deps[i]);
+    vd_free(&v);
+    json_decref(proj);
+    json_decref(explain);
+    json_decref(ann);
+    return rc;
+}
+
+/* ---- changes to an app that exists --------------------------------------------------------- */
+
+/* An app's Deployments as the cache holds them; 404 when there are none, 412 on If-Match. */
+typedef struct {
+    rd_ctx_t c;
+    json_t *objs[RD_MAX_CLUSTERS];
+    const char *project, *name;
+    char path[256];
+} app_t;
+
+static bool app_or_reply(fg_req_t *req, app_t *a) {
+    size_t found;
+    a->project = fg_req_param(req, "project");
+    a->name = fg_req_param(req, "app");
+    if (!rd_get_or_reply(&a->c, req, "app", DEPLOYMENTS, a->project, a->name, NULL, a->objs,
+                         &found))
+        return false;
+    snprintf(a->path, sizeof a->path, "/apis/apps/v1/namespaces/%s/deployments/%s", a->project,
+             a->name);
+    if (found == 0) {
+        fg_reply_problem(req, FG_PROBLEM_NOT_FOUND, "no app %s in project %s", a->name, a->project);
+        rd_objs_free(a->objs, a->c.nparts);
+        return false;
+    }
+    json_t *cur = rd_present_app(&a->c, a->objs);
+    bool ok = wr_if_match_or_reply(req, rd_str(cur, "version"));
+    json_decref(cur);
+    if (!ok)
+        rd_objs_free(a->objs, a->c.nparts);
+    return ok;
+}
+
+/* One write a holding cluster (the same method and body), or one body each (bodies[i] for the
+ * i-th holding cluster). */
+static size_t app_writes(const app_t *a, fg_kube_method_t m, json_t *const *bodies,
+                         fg_fed_write_t *w) {
+    size_t n = 0;
+    for (size_t i = 0; i < a->c.nparts; i++) {
+        if (a->objs[i] == NULL)
+            continue;
+        w[n] = (fg_fed_write_t){.cluster = a->c.parts[i].conf->name,
+                                .method = m,
+                                .path = a->path,
+                                .body = bodies ? bodies[n] : NULL,
+                                .absent_ok = m == FG_KUBE_DELETE};
+        n++;
+    }
+    return n;
+}
+
+/* Sends the writes, waits for the cache and answers the app (200), or the failure. */
+static int apply_and_reply(fg_req_t *req, app_t *a, fg_fed_write_t *w, size_t n,
+                           json_t *placement) {
+    fg_fed_outcome_t o[FG_FED_MAX_CLUSTERS];
+    int rc = FG_OK;
+    if (wr_fanout_or_reply(req, w, n, o)) {
+        wr_wait_applied(req, w, o, n, "app", DEPLOYMENTS, a->project, a->name, false);
+        rc = reply_app(req, a->project, a->name, 200, json_incref(placement),
+                       fg_fed_outcomes_json(w, o, n));
+    }
+    fg_fed_outcomes_clear(o, n);
+    return rc;
+}
+
+int fg_api_delete_app(fg_req_t *req) {
+    app_t a;
+    if (!app_or_reply(req, &a))
+        return FG_OK;
+    fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
+    fg_fed_outcome_t o[FG_FED_MAX_CLUSTERS];
+    size_t n = app_writes(&a, FG_KUBE_DELETE, NULL, w);
+    int rc = FG_OK;
+    if (wr_audit_or_reply(req, "delete the app's Deployments") &&
+        wr_fanout_or_reply(req, w, n, o)) {
+        wr_wait_applied(req, w, o, n, "app", DEPLOYMENTS, a.project, a.name, true);
+        rc = fg_reply_static(req, 204, "application/json", "", 0);
+    }
+    fg_fed_outcomes_clear(o, n);
+    rd_objs_free(a.objs, a.c.nparts);
+    return rc;
+}
+
+/* The verbs: each a merge patch of every holding Deployment, built from what the cache shows
+ * of it (desired: its spec.replicas) and, for resume, from the Deployment itself (the replicas
+ * stop remembered in an annotation, which the cache does not keep). */
+typedef json_t *(*verb_patch_fn)(fg_req_t *req, const json_t *cached, const json_t *live);
+
+static json_t *stamped(fg_req_t *req, json_t *patch) {
+    json_t *meta = json_object_get(patch, "metadata");
+    if (meta == NULL) {
+        meta = json_object();
+        json_object_set_new(patch, "metadata", meta);
+    }
+    json_t *ann = json_object_get(meta, "annotations");
+    if (ann == NULL) {
+        ann = json_object();
+        json_object_set_new(meta, "annotations", ann);
+    }
+    wr_stamp(req, ann);
+    return patch;
+}
+
+static json_t *patch_pause(fg_req_t *req, const json_t *cached, const json_t *live) {
+    (void)cached, (void)live;
+    return stamped(req, json_pack("{s:{s:b}}", "spec", "paused", 1));
+}
+
+static json_t *patch_restart(fg_req_t *req, const json_t *cached, const json_t *live) {
+    (void)cached, (void)live;
+    char now[40];
+    fg_format_time_ms(fg_wall_ms(), now, sizeof now);
+    return stamped(req, json_pack("{s:{s:{s:{s:{s:s}}}}}", "spec", "template", "metadata",
+                                  "annotations", "kubectl.kubernetes.io/restartedAt", now));
+}
+
+static json_t *patch_stop(fg_req_t *req, const json_t *cached, const json_t *live) {
+    (void)live;
+    int64_t desired = rd_int(json_object_get(cached, "replicas"), "desired", 1);
+    json_t *p = json_pack("{s:{s:i}}", "spec", "replicas", 0);
+    if (desired > 0) { /* a stopped app keeps what it had before the first stop */
+        char n[24];
+        snprintf(n, sizeof n, "%lld", (long long)desired);
+        json_object_set_new(
+            p, "metadata",
+            json_pack("{s:{s:s}}", "annotations", "fleetgate.io/stopped-replicas", n));
+    }
+    return stamped(req, p);
+}
+
+static json_t *patch_resume(fg_req_t *req, const json_t *cached, const json_t *live) {
+    (void)cached;
+    json_t *p = json_pack("{s:{s:b}}", "spec", "paused", 0);
+    const char *s = json_string_value(
+        json_object_get(json_object_get(json_object_get(live, "metadata"), "annotations"),
+                        "fleetgate.io/stopped-replicas"));
+    int64_t n;
+    if (s && fg_parse_int64(s, strlen(s), 0, 1000, &n) == FG_OK) {
+        json_object_set_new(json_object_get(p, "spec"), "replicas", json_integer(n));
+        json_object_set_new(p, "metadata",
+                            json_pack("{s:{s:n}}", "annotations", "fleetgate.io/stopped-replicas"));
+    }
+    return stamped(req, p);
+}
+
+static const struct {
+    const char *verb;
+    verb_patch_fn patch;
+    bool needs_live; /* reads the Deployments first */
+} verbs[] = {
+    {"pause", patch_pause, false},
+    {"resume", patch_resume, true},
+    {"restart", patch_restart, false},
+    {"stop", patch_stop, false},
+};
+
+static int verb(fg_req_t *req, size_t v) {
+    app_t a;
+    if (!app_or_reply(req, &a))
+        return FG_OK;
+    fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
+    fg_fed_outcome_t live[FG_FED_MAX_CLUSTERS];
+    json_t *bodies[FG_FED_MAX_CLUSTERS] = {NULL};
+    size_t n = app_writes(&a, FG_KUBE_GET, NULL, w);
+    int rc = FG_OK;
+    memset(live, 0, sizeof live);
+    if (verbs[v].needs_live && !wr_fanout_or_reply(req, w, n, live))
+        goto out;
+    char what[64];
+    snprintf(what, sizeof what, "%s the app's Deployments", verbs[v].verb);
+    if (!wr_audit_or_reply(req, what))
+        goto out;
+    for (size_t i = 0, k = 0; i < a.c.nparts; i++)
+        if (a.objs[i]) {
+            bodies[k] = verbs[v].patch(req, a.objs[i], live[k].object);
+            k++;
+        }
+    app_writes(&a, FG_KUBE_PATCH, bodies, w);
+    rc = apply_and_reply(req, &a, w, n, NULL);
+out:
+    fg_fed_outcomes_clear(live, n);
+    for (size_t i = 0; i < n; i++)
+        json_decref(bodies[i]);
+    rd_objs_free(a.objs, a.c.nparts);
+    return rc;
+}
+
+int fg_api_pause_app(fg_req_t *req) {
+    return verb(req, 0);
+}
+
+int fg_api_resume_app(fg_req_t *req) {
+    return verb(req, 1);
+}
+
+int fg_api_restart_app(fg_req_t *req) {
+    return verb(req, 2);
+}
+
+int fg_api_stop_app(fg_req_t *req) {
+    return verb(req, 3);
+}
+
+/* ---- scale ------------------------------------------------------------------------------------
+ */
+
+static const char *const scale_members[] = {"replicas", NULL};
+
+/* The spec the app was created with (its Deployments' fleetgate.io/spec), or one made from the
+ * cache for an app fleetgate did not create. A new reference. */
+static json_t *current_spec(const app_t *a, const fg_fed_outcome_t *live, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const char *s = json_string_value(json_object_get(
+            json_object_get(json_object_get(live[i].object, "metadata"), "annotations"),
+            "fleetgate.io/spec"));
+        json_t *spec = NULL;
+        if (s && fg_json_load(s, strlen(s), &spec, NULL, 0) == FG_OK && json_is_object(spec))
+            return spec;
+        json_decref(spec);
+    }
+    json_t *app = rd_present_app(&a->c, a->objs);
+    json_t *spec = json_incref(json_object_get(app, "spec"));
+    json_decref(app);
+    return spec;
+}
+
+int fg_api_scale_app(fg_req_t *req) {
+    const json_t *body = fg_req_json(req);
+    vd_t v;
+    vd_init(&v);
+    if (vd_object(&v, body, "", scale_members, scale_members))
+        vd_int(&v, json_object_get(body, "replicas"), "/replicas", 0, 1000);
+    if (!vd_ok(&v)) {
+        vd_reply(req, &v);
+        vd_free(&v);
+        return FG_OK;
+    }
+    vd_free(&v);
+    int64_t replicas = json_integer_value(json_object_get(body, "replicas"));
+    app_t a;
+    if (!app_or_reply(req, &a))
+        return FG_OK;
+    fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
+    fg_fed_outcome_t live[FG_FED_MAX_CLUSTERS];
+    json_t *bodies[FG_FED_MAX_CLUSTERS] = {NULL}, *spec = NULL, *proj = NULL, *explain = NULL;
+    size_t n = app_writes(&a, FG_KUBE_GET, NULL, w);
+    int rc = FG_OK;
+    bool only[FG_FED_MAX_CLUSTERS] = {false};
+    memset(live, 0, sizeof live);
+    if (!wr_fanout_or_reply(req, w, n, live))
+        goto out;
+    spec = current_spec(&a, live, n);
+    json_object_set_new(spec, "replicas", json_integer(replicas));
+    proj = project_or_reply(req, a.project);
+    fg_api_t *api = fg_req_app(req);
+    for (size_t i = 0; i < api->cfg->nclusters && i < FG_FED_MAX_CLUSTERS; i++)
+        for (size_t j = 0; j < n; j++)
+            only[i] = only[i] || strcmp(api->cfg->clusters[i].name, w[j].cluster) == 0;
+    fg_fed_placement_t p;
+    fg_fed_cluster_t placed_over[FG_FED_MAX_CLUSTERS];
+    if (proj == NULL || !place_or_reply(req, spec, replicas, only, placed_over, &p) ||
+        !quota_or_reply(req, proj, spec, a.name, replicas, !dry_run(req)))
+        goto out;
+    if (dry_run(req)) {
+        json_t *app = json_pack("{s:s,s:O}", "name", a.name, "spec", spec);
+        rc = reply_dry_run(req, app, &p);
+        json_decref(app);
+        goto out;
+    }
+    if (!wr_audit_or_reply(req, "scale the app's Deployments"))
+        goto out;
+    explain = fg_fed_explain(&p, fg_wall_ms());
+    for (size_t j = 0; j < n; j++) {
+        int64_t share = 0;
+        for (size_t i = 0; i < p.nverdicts; i++)
+            if (strcmp(p.verdicts[i].cluster->name, w[j].cluster) == 0)
+                share = p.verdicts[i].replicas;
+        bodies[j] =
+            json_pack("{s:{s:o},s:{s:I}}", "metadata", "annotations",
+                      app_annotations(req, spec, explain), "spec", "replicas", (json_int_t)share);
+    }
+    app_writes(&a, FG_KUBE_PATCH, bodies, w);
+    rc = apply_and_reply(req, &a, w, n, explain);
+out:
+    fg_fed_outcomes_clear(live, n);
+    for (size_t i = 0; i < n; i++)
+        json_decref(bodies[i]);
+    json_decref(spec);
+    json_decref(proj);
+    json_decref(explain);
+    rd_objs_free(a.objs, a.c.nparts);
+    return rc;
+}
+
+/* ---- replace and patch -------------------------------------------------------------------- */
+
+/* Writes a whole new app over the clusters. When its placement changed it is placed afresh, so
+ * a cluster newly chosen gets a Deployment (POST), one still chosen is replaced (PUT: a rolling
+ * update when the pod template changed), and one no longer chosen loses its Deployment
+ * (DELETE); otherwise it is placed over the clusters that hold it (an app does not wander
+ * because its own pods made its cluster fuller). */
+static int replace_with(fg_req_t *req, app_t *a, const json_t *app, const json_t *old_spec) {
+    vd_t v;
+    vd_init(&v);
+    as_validate(&v, app);
+    const char *name = json_string_value(json_object_get(app, "name"));
+    if (vd_ok(&v) && strcmp(name, a->name) != 0)
+        vd_add(&v, "/name", "must be the app's name, %s (an app cannot be renamed)", a->name);
+    if (!vd_ok(&v)) {
+        int rc = vd_reply(req, &v);
+        vd_free(&v);
+        return rc;
+    }
+    vd_free(&v);
+    const json_t *spec = json_object_get(app, "spec");
+    int64_t replicas = json_integer_value(json_object_get(spec, "replicas"));
+    json_t *proj = project_or_reply(req, a->project), *explain = NULL, *ann = NULL;
+    json_t *bodies[FG_FED_MAX_CLUSTERS] = {NULL};
+    fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
+    size_t n = 0;
+    int rc = FG_OK;
+    fg_fed_placement_t p;
+    bool only[FG_FED_MAX_CLUSTERS] = {false},
+         stay = json_equal(json_object_get(spec, "placement"),
+                           json_object_get(old_spec, "placement")) ||
+                (json_object_get(spec, "placement") == NULL &&
+                 json_object_get(old_spec, "placement") == NULL);
+    fg_api_t *api = fg_req_app(req);
+    for (size_t i = 0; i < api->cfg->nclusters && i < FG_FED_MAX_CLUSTERS; i++) {
+        const rd_part_t *part = rd_part(&a->c, api->cfg->clusters[i].name);
+        only[i] = part && a->objs[part - a->c.parts] != NULL;
+    }
+    fg_fed_cluster_t placed_over[FG_FED_MAX_CLUSTERS];
+    if (proj == NULL || !place_or_reply(req, spec, replicas, stay ? only : NULL, placed_over, &p) ||
+        !quota_or_reply(req, proj, spec, a->name, replicas, true) ||
+        !wr_audit_or_reply(req, "replace the app's Deployments"))
+        goto out;
+    explain = fg_fed_explain(&p, fg_wall_ms());
+    ann = app_annotations(req, spec, explain);
+    char coll[256];
+    snprintf(coll, sizeof coll, "/apis/apps/v1/namespaces/%s/deployments", a->project);
+    for (size_t i = 0; i < p.nverdicts; i++) {
+        const fg_fed_verdict_t *vd = &p.verdicts[i];
+        const rd_part_t *part = rd_part(&a->c, vd->cluster->name);
+        bool holds = part && a->objs[part - a->c.parts] != NULL;
+        if (!vd->chosen && !holds)
+            continue;
+        w[n] = (fg_fed_write_t){.cluster = vd->cluster->name, .path = a->path};
+        if (vd->chosen) {
+            bodies[n] = as_deployment(app, a->project, vd->replicas, ann);
+            w[n].body = bodies[n];
+            w[n].method = holds ? FG_KUBE_PUT : FG_KUBE_POST;
+            w[n].path = holds ? a->path : coll;
+        } else {
+            w[n].method = FG_KUBE_DELETE;
+            w[n].absent_ok = true;
+        }
+        n++;
+    }
+    rc = apply_and_reply(req, a, w, n, explain);
+out:
+    for (size_t i = 0; i < n; i++)
+        json_decref(bodies[i]);
+    json_decref(proj);
+    json_decref(explain);
+    json_decref(ann);
+    return rc;
+}
+
+/* PUT takes the body as the new app; PATCH merges the body into the app as it is (its spec
+ * as last written, fleetgate.io/spec on its Deployments). Both start from the live Deployments. */
+static int change_app(fg_req_t *req, bool merge) {
+    app_t a;
+    if (!app_or_reply(req, &a))
+        return FG_OK;
+    fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
+    fg_fed_outcome_t live[FG_FED_MAX_CLUSTERS];
+    size_t n = app_writes(&a, FG_KUBE_GET, NULL, w);
+    json_t *cur = NULL, *next = NULL;
+    int rc = FG_OK;
+    memset(live, 0, sizeof live);
+    if (wr_fanout_or_reply(req, w, n, live)) {
+        json_t *shown = rd_present_app(&a.c, a.objs);
+        cur = json_pack("{s:s,s:o}", "name", a.name, "spec", current_spec(&a, live, n));
+        if (json_object_get(shown, "labels"))
+            json_object_set(cur, "labels", json_object_get(shown, "labels"));
+        json_decref(shown);
+        next = merge ? fg_json_merge_patch(cur, fg_req_json(req)) : json_incref(fg_req_json(req));
+        rc = replace_with(req, &a, next, json_object_get(cur, "spec"));
+    }
+    fg_fed_outcomes_clear(live, n);
+    json_decref(cur);
+    json_decref(next);
+    rd_objs_free(a.objs, a.c.nparts);
+    return rc;
+}
+
+int fg_api_replace_app(fg_req_t *req) {
+    return change_app(req, false);
+}
+
+int fg_api_patch_app(fg_req_t *req) {
+    return change_app(req, true);
+}

@@ -1,0 +1,48 @@
+/* api/writes.h: what the write handlers (projects.c, apps.c) share: the order every write
+ * follows (validate, authorize: the gate did; check preconditions; audit the intent, fail
+ * closed; fan out to the member clusters; wait until the cache shows the result; answer with
+ * each cluster's outcome), and the problems each step sends. Not part of any public surface.
+ *
+ * Helpers named *_or_reply send the problem themselves and return false. */
+#ifndef FLEETGATE_API_WRITES_H
+#define FLEETGATE_API_WRITES_H
+
+#include "reads.h"
+#include "validate.h"
+
+#include "fleetgate/fed.h"
+
+#define WR_CLUSTER_DEADLINE_MS 5000 /* one member cluster's time to answer a write */
+#define WR_APPLIED_WAIT_MS     3000 /* the longest a write waits for the cache to show it */
+
+/* If-Match against the object's current version: true when absent, "*" or equal; else 412. */
+bool wr_if_match_or_reply(fg_req_t *req, const char *version);
+/* The audit line before anything is applied; 503 audit-unavailable when it cannot be written. */
+bool wr_audit_or_reply(fg_req_t *req, const char *what);
+/* Runs the writes; when one did not apply, answers 502 (504 when every failure is a timeout)
+ * with `clusters` listing every outcome and returns false. *out holds the outcomes either way
+ * (clear them with fg_fed_outcomes_clear). */
+bool wr_fanout_or_reply(fg_req_t *req, const fg_fed_write_t *w, size_t n, fg_fed_outcome_t *out);
+/* The 502 (504 when every failure is a timeout) of writes that did not all apply: the detail
+ * names each failing cluster (then suffix, may be NULL), `clusters` lists every outcome. */
+int wr_reply_failure(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *out, size_t n,
+                     const char *suffix);
+/* Read your writes: waits until the cache of each written cluster shows its outcome (resource
+ * "namespaces", "deployments"...; gone: for deletes). A wait that does not end in time is logged
+ * and the answer goes anyway (the write happened). */
+void wr_wait_applied(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *out, size_t n,
+                     const char *kind, const char *resource, const char *scope, const char *name,
+                     bool gone);
+/* Sends body (stolen) with status, an ETag of version and, for 201, a Location of path. */
+int wr_reply(fg_req_t *req, unsigned status, json_t *body, const char *version,
+             const char *location);
+/* Runs handler under the request's Idempotency-Key (IETF httpapi draft), if it has one: the
+ * first request with a key runs and its 2xx answer (sent through wr_reply) is kept in Redis for
+ * 24 hours; a retry with the same key and request answers that again on any replica without
+ * running; the same key with another method, path or body is 422, one still in progress 409.
+ * An answer that is not 2xx is not kept (nothing was changed, or a retry converges). */
+int wr_idempotent(fg_req_t *req, fg_handler_fn handler);
+/* The annotations every object fleetgate writes carries: who asked and the request id. */
+void wr_stamp(fg_req_t *req, json_t *annotations);
+
+#endif

@@ -1,0 +1,123 @@
+/* fed/fanout.c: one write sent to several member clusters at once.
+ *
+ * The writes go out together on one curl multi (kube/'s fg_kube_request_all), each with its own
+ * deadline, so the answer waits for the slowest cluster but never longer than the deadline, and
+ * a slow or dead cluster costs the others nothing. Each cluster's result becomes an outcome:
+ * Applied (2xx, or a 404 / 409 the write declared harmless), TimedOut (the deadline passed), or
+ * Failed with the cluster's Status reason and message, quoted in the answer so the caller sees
+ * which cluster refused what.
+ */
+#include "fed_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const outcome_names[] = {
+    [FG_FED_APPLIED] = "Applied",
+    [FG_FED_FAILED] = "Failed",
+    [FG_FED_TIMED_OUT] = "TimedOut",
+    [FG_FED_SKIPPED] = "Skipped",
+};
+
+const char *fg_fed_outcome_name(fg_fed_outcome_kind_t k) {
+    return (size_t)k < sizeof outcome_names / sizeof outcome_names[0] ? outcome_names[k] : "";
+}
+
+/* What one call's result means for the write. */
+static void judge(const fg_fed_write_t *w, const fg_kube_call_t *k, fg_fed_outcome_t *o) {
+    memset(o, 0, sizeof *o);
+    o->status = k->http_code;
+    snprintf(o->reason, sizeof o->reason, "%s", k->err.reason);
+    if (k->rc == FG_OK) {
+        o->outcome = FG_FED_APPLIED;
+        o->object = json_incref(k->out);
+        return;
+    }
+    bool harmless = (k->rc == FG_ERR && k->http_code == 404 && w->absent_ok) ||
+                    (k->rc == FG_ERR && k->http_code == 409 && w->exists_ok &&
+                     strcmp(k->err.reason, "AlreadyExists") == 0);
+    if (harmless) {
+        o->outcome = FG_FED_APPLIED;
+        return;
+    }
+    o->outcome = k->rc == FG_ETIMEOUT ? FG_FED_TIMED_OUT : FG_FED_FAILED;
+    if (k->rc == FG_ERR)
+        snprintf(o->detail, sizeof o->detail, "%s: %s", k->err.reason, k->err.message);
+    else
+        snprintf(o->detail, sizeof o->detail, "%s", k->err.message);
+}
+
+size_t fg_fed_write_all(fg_fed_t *fed, const fg_fed_write_t *w, size_t n, long deadline_ms,
+                        fg_fed_outcome_t *out) {
+    fg_kube_call_t calls[FG_FED_MAX_CLUSTERS];
+    size_t idx[FG_FED_MAX_CLUSTERS], ncalls = 0, failed = 0;
+    n = n < FG_FED_MAX_CLUSTERS ? n : FG_FED_MAX_CLUSTERS;
+    for (size_t i = 0; i < n; i++) {
+        fg_kube_client_t *c = fed_client(fed, w[i].cluster);
+        if (c == NULL) {
+            memset(&out[i], 0, sizeof out[i]);
+            out[i].outcome = FG_FED_FAILED;
+            snprintf(out[i].detail, sizeof out[i].detail, "no member cluster %s is configured",
+                     w[i].cluster);
+            continue;
+        }
+        calls[ncalls] = (fg_kube_call_t){
+            .client = c, .method = w[i].method, .path = w[i].path, .body = w[i].body};
+        idx[ncalls++] = i;
+    }
+    fg_kube_request_all(calls, ncalls, deadline_ms);
+    for (size_t j = 0; j < ncalls; j++)
+        judge(&w[idx[j]], &calls[j], &out[idx[j]]);
+    fg_kube_calls_clear(calls, ncalls);
+    for (size_t i = 0; i < n; i++)
+        failed += out[i].outcome != FG_FED_APPLIED;
+    return failed;
+}
+
+void fg_fed_outcomes_clear(fg_fed_outcome_t *out, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        json_decref(out[i].object);
+        out[i].object = NULL;
+    }
+}
+
+json_t *fg_fed_outcomes_json(const fg_fed_write_t *w, const fg_fed_outcome_t *out, size_t n) {
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_t *o = json_pack("{s:s,s:s}", "cluster", w[i].cluster, "outcome",
+                              fg_fed_outcome_name(out[i].outcome));
+        if (out[i].status > 0)
+            json_object_set_new(o, "status", json_integer(out[i].status));
+        if (out[i].detail[0])
+            json_object_set_new(o, "detail", json_string(out[i].detail));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+void fg_fed_outcomes_summary(const fg_fed_write_t *w, const fg_fed_outcome_t *out, size_t n,
+                             char *buf, size_t buflen, bool *timed_out) {
+    size_t failed = 0, len = 0;
+    *timed_out = true;
+    for (size_t i = 0; i < n; i++) {
+        failed += out[i].outcome != FG_FED_APPLIED;
+        if (out[i].outcome == FG_FED_FAILED)
+            *timed_out = false;
+    }
+    len = (size_t)snprintf(buf, buflen, "%zu of %zu clusters failed the write:", failed, n);
+    const char *sep = " ";
+    for (size_t i = 0; i < n && len < buflen; i++) {
+        if (out[i].outcome == FG_FED_APPLIED)
+            continue;
+        if (out[i].outcome == FG_FED_TIMED_OUT)
+            len += (size_t)snprintf(buf + len, buflen - len, "%s%s did not answer in time", sep,
+                                    w[i].cluster);
+        else if (out[i].status > 0)
+            len += (size_t)snprintf(buf + len, buflen - len, "%s%s answered %ld (%s)", sep,
+                                    w[i].cluster, out[i].status, out[i].detail);
+        else
+            len += (size_t)snprintf(buf + len, buflen - len, "%s%s: %s", sep, w[i].cluster,
+                                    out[i].detail);
+        sep = "; ";
+    }
+}

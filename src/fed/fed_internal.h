@@ -1,0 +1,23 @@
+/* fed/fed_internal.h: what the files of fed/ share; not part of any public surface. */
+#ifndef FLEETGATE_FED_INTERNAL_H
+#define FLEETGATE_FED_INTERNAL_H
+
+#include "fleetgate/fed.h"
+
+#include <pthread.h>
+
+struct fg_fed {
+    const fg_config_t *cfg;
+    struct fg_redis *redis;
+    int64_t max_age_ms;
+    pthread_mutex_t mu; /* guards cur and its replacement */
+    fg_fed_registry_t *cur;
+    /* the write path's Kubernetes clients, in configuration order; thread-safe, set at start */
+    fg_kube_client_t *clients[FG_FED_MAX_CLUSTERS];
+    size_t nclients;
+};
+
+/* The client of a configured cluster, or NULL. */
+fg_kube_client_t *fed_client(const fg_fed_t *fed, const char *cluster);
+
+#endif

@@ -1,0 +1,130 @@
+/* tests/bench/write_bench.c: the latency of creating an app over three clusters through
+ * fleetgate, against the same Deployment creates sent straight to kubesim (the issue's ratio:
+ * fleetgate's fan-out should cost under 1.5x one direct write, since the three go in parallel).
+ *
+ * Starts a private redis-server, kubesim with three clusters in three zones and the daemon
+ * (informers on), makes a project with a quota, then per round: POST an app of 3 replicas
+ * (Spread: one Deployment per cluster; the answer waits until the cache shows it) and DELETE it,
+ * the same create with ?dryRun=true (everything but the writes and the wait), and, for
+ * comparison, one Deployment created straight in one cluster (and deleted). Prints p50/p99 of
+ * each and the ratio. Usage: write_bench [ROUNDS] (default 100); FG_BUILD names the
+ * build dir. Not part of make test (make bench-writes). */
+#include "testhttp.h"
+#include "testjwt.h"
+#include "testkubesim.h"
+#include "testredis.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static uint16_t port;
+static char *admin;
+
+static long call(const char *method, const char *path, const char *body) {
+    char url[256], *auth = fg_xasprintf("Authorization: Bearer %s", admin);
+    const char *hdrs[] = {auth, "Content-Type: application/json", NULL};
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", (unsigned)port, path);
+    th_resp_t r;
+    long s = th_request(method, url, hdrs, body, body ? (long)strlen(body) : -1, 0, &r) == 0
+                 ? r.status
+                 : -1;
+    th_resp_free(&r);
+    free(auth);
+    return s;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void report(const char *what, double *ms, int n, double *p50) {
+    qsort(ms, (size_t)n, sizeof *ms, cmp);
+    *p50 = ms[n / 2];
+    printf("%-44s p50 %7.2f ms  p99 %7.2f ms  (n=%d)\n", what, ms[n / 2], ms[n * 99 / 100], n);
+}
+
+int main(int argc, char **argv) {
+    int rounds = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 100;
+    rounds = rounds < 2 ? 2 : rounds;
+    fg_log_set_level(FG_LOG_ERROR);
+    tr_redis_t redis;
+    tj_keys_t keys;
+    tk_sim_t ks;
+    static const char *const extra[] = {"--nodes", "4", "--pod-start-ms", "0", NULL};
+    if (tr_redis_start(&redis) != 0 || tj_keys_make(&keys) != 0 || tk_start(&ks, 3, extra) != 0) {
+        fprintf(stderr, "write_bench: cannot start redis, keys or kubesim\n");
+        return 1;
+    }
+    char cfg[8192], cl[3][512];
+    for (int i = 0; i < 3; i++)
+        snprintf(cl[i], sizeof cl[i],
+                 "{\"name\": \"c%d\", \"zone\": \"zone-%d\", \"url\": \"%s\", \"token_file\": "
+                 "\"%s\", \"ca_file\": \"%s\"}",
+                 i, i, tk_url(&ks, i), ks.token_file, ks.ca_file);
+    snprintf(cfg, sizeof cfg,
+             "{\"workers\": 4, \"redis\": {\"url\": \"%s\"}, \"log\": {\"level\": \"error\", "
+             "\"access_log\": false}, \"openapi_file\": \"api/openapi.yaml\", \"docs_file\": "
+             "\"/nonexistent\", \"clusters\": [%s, %s, %s], \"auth\": {\"issuer\": "
+             "\"https://id.test\", \"audience\": \"fleetgate\", \"keys\": [{\"kid\": \"rsa1\", "
+             "\"pem_file\": \"%s\", \"algs\": [\"RS256\"]}], \"audit_log\": \"/dev/null\"}, "
+             "\"rate_limits\": {\"enabled\": false}}",
+             redis.url, cl[0], cl[1], cl[2], keys.rsa_pub);
+    pid_t d = th_daemon_start(cfg, &port, NULL);
+    char claims[256];
+    snprintf(claims, sizeof claims,
+             "{\"iss\": \"https://id.test\", \"aud\": \"fleetgate\", \"sub\": \"bench\", \"exp\": "
+             "%ld, \"groups\": [\"fleetgate-admins\"]}",
+             (long)time(NULL) + 3600);
+    admin = tj_sign("RS256", keys.rsa_priv, "rsa1", claims);
+    for (int i = 0; i < 200 && call("GET", "/readyz", NULL) != 200; i++)
+        nanosleep(&(struct timespec){0, 50000000L}, NULL);
+    if (d <= 0 || call("POST", "/v1/projects",
+                       "{\"name\": \"bench\", \"quotas\": {\"OnDemand\": {\"limits\": {\"pods\": "
+                       "100000}}}}") != 201) {
+        fprintf(stderr, "write_bench: the daemon or the project did not come up\n");
+        return 1;
+    }
+    double *fg = calloc((size_t)rounds, sizeof *fg), *direct = calloc((size_t)rounds, sizeof *fg),
+           *dry = calloc((size_t)rounds, sizeof *fg);
+    const char *app = "{\"name\": \"b\", \"spec\": {\"replicas\": 3, \"containers\": [{\"name\": "
+                      "\"c\", \"image\": \"nginx:1\"}]}}";
+    const char *dep = "{\"apiVersion\": \"apps/v1\", \"kind\": \"Deployment\", \"metadata\": "
+                      "{\"name\": \"d\"}, \"spec\": {\"replicas\": 1, \"selector\": "
+                      "{\"matchLabels\": {\"a\": \"d\"}}, \"template\": {\"metadata\": "
+                      "{\"labels\": {\"a\": \"d\"}}, \"spec\": {\"containers\": [{\"name\": \"c\", "
+                      "\"image\": \"nginx:1\"}]}}}}";
+    int bad = 0;
+    for (int r = 0; r < rounds; r++) {
+        uint64_t t0 = fg_now_ns();
+        bad += call("POST", "/v1/projects/bench/apps?dryRun=true", app) != 200;
+        dry[r] = (double)(fg_now_ns() - t0) / 1e6;
+        t0 = fg_now_ns();
+        bad += call("POST", "/v1/projects/bench/apps", app) != 201;
+        fg[r] = (double)(fg_now_ns() - t0) / 1e6;
+        bad += call("DELETE", "/v1/projects/bench/apps/b", NULL) != 204;
+        t0 = fg_now_ns();
+        bad += tk_call(&ks, r % 3, "POST", "/apis/apps/v1/namespaces/bench/deployments", dep,
+                       NULL) != 201;
+        direct[r] = (double)(fg_now_ns() - t0) / 1e6;
+        bad += tk_call(&ks, r % 3, "DELETE", "/apis/apps/v1/namespaces/bench/deployments/d", NULL,
+                       NULL) != 200;
+    }
+    double p_fg, p_direct, p_dry;
+    report("the same with ?dryRun=true (no cluster write)", dry, rounds, &p_dry);
+    report("create app over 3 clusters through fleetgate", fg, rounds, &p_fg);
+    report("one Deployment create straight to kubesim", direct, rounds, &p_direct);
+    printf("ratio (p50): %.2f   errors: %d\n", p_fg / p_direct, bad);
+    th_daemon_stop(d, SIGTERM, 5000);
+    tk_stop(&ks);
+    tr_redis_stop(&redis);
+    tj_keys_remove(&keys);
+    free(fg);
+    free(direct);
+    free(dry);
+    free(admin);
+    return bad ? 1 : 0;
+}

@@ -1,0 +1,916 @@
+/* Integration tests of the write path over HTTP: the daemon with its informers, a private
+ * redis-server and kubesim with three clusters in two zones (c0, c1 in zone-a; c2 in zone-b),
+ * real tokens (admin, developer, viewer), every answer checked against the contract, and
+ * kubesim's own objects and request counters checked for what reached which cluster. */
+#include "testhttp.h"
+#include "testjwt.h"
+#include "testkubesim.h"
+#include "testmain.h"
+#include "testredis.h"
+#include "contract.h"
+
+#include <check.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static tr_redis_t redis;
+static tj_keys_t keys;
+static tk_sim_t ks;
+static pid_t daemon_pid;
+static uint16_t port;
+static char *admin, *dev, *viewer;
+static char daemon_cfg[8192]; /* the configuration, for a second replica */
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static char *token(const char *sub, const char *more) {
+    char cl[512];
+    snprintf(cl, sizeof cl,
+             "{\"iss\": \"https://id.test\", \"aud\": \"fleetgate\", \"sub\": \"%s\", "
+             "\"exp\": %ld, %s}",
+             sub, (long)time(NULL) + 3600, more);
+    char *t = tj_sign("RS256", keys.rsa_priv, "rsa1", cl);
+    ck_assert_ptr_nonnull(t);
+    return t;
+}
+
+/* One call; with check the answer must be one the contract declares. Returns the status. */
+static long call(const char *method, const char *path, const char *tok, const char *body,
+                 const char *extra, bool check, th_resp_t *r) {
+    char url[1024];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", (unsigned)port, path);
+    char *auth = tok ? fg_xasprintf("Authorization: Bearer %s", tok) : NULL;
+    const char *hdrs[5] = {NULL};
+    size_t n = 0;
+    if (auth)
+        hdrs[n++] = auth;
+    if (body)
+        hdrs[n++] = strcmp(method, "PATCH") == 0 ? "Content-Type: application/merge-patch+json"
+                                                 : "Content-Type: application/json";
+    if (extra)
+        hdrs[n++] = extra;
+    ck_assert_int_eq(th_request(method, url, hdrs, body, body ? (long)strlen(body) : -1, 0, r), 0);
+    free(auth);
+    if (check) {
+        char err[4096];
+        char *p = fg_xstrdup(path);
+        p[strcspn(p, "?")] = '\0';
+        int rc = contract_check_headers(method, p, r->status, r->headers, r->body, r->len, err,
+                                        sizeof err);
+        ck_assert_msg(rc == CONTRACT_VALID, "%s %s -> %ld: %s\n%s", method, path, r->status, err,
+                      r->body);
+        free(p);
+    }
+    return r->status;
+}
+
+static json_t *body_json(const th_resp_t *r) {
+    json_t *j = NULL;
+    ck_assert_msg(fg_json_load(r->body, r->len, &j, NULL, 0) == FG_OK, "%s", r->body);
+    return j;
+}
+
+static void wait_ready(void) {
+    for (int i = 0; i < 300; i++) {
+        th_resp_t r;
+        long s = call("GET", "/readyz", NULL, NULL, NULL, false, &r);
+        th_resp_free(&r);
+        if (s == 200)
+            return;
+        sleep_ms(50);
+    }
+    ck_abort_msg("the daemon did not become ready");
+}
+
+static void setup(void) {
+    fg_log_set_level(FG_LOG_ERROR);
+    ck_assert_int_eq(tr_redis_start(&redis), 0);
+    ck_assert_int_eq(tj_keys_make(&keys), 0);
+    static const char *const extra[] = {"--nodes", "2", "--pod-start-ms", "0", NULL};
+    ck_assert_int_eq(tk_start(&ks, 3, extra), 0);
+    char *cfg = daemon_cfg, cl[3][512];
+    static const char *const zones[] = {"zone-a", "zone-a", "zone-b"};
+    for (int i = 0; i < 3; i++)
+        snprintf(cl[i], sizeof cl[i],
+                 "{\"name\": \"c%d\", \"zone\": \"%s\", \"region\": \"r1\", \"url\": \"%s\","
+                 " \"token_file\": \"%s\", \"ca_file\": \"%s\", \"labels\": [\"env=%s\"]}",
+                 i, zones[i], tk_url(&ks, i), ks.token_file, ks.ca_file, i == 1 ? "dev" : "prod");
+    snprintf(cfg, sizeof daemon_cfg,
+             "{\"workers\": 4, \"redis\": {\"url\": \"%s\"},"
+             " \"log\": {\"level\": \"error\", \"access_log\": false},"
+             " \"openapi_file\": \"api/openapi.yaml\", \"docs_file\": \"/nonexistent\","
+             " \"clusters\": [%s, %s, %s],"
+             " \"auth\": {\"issuer\": \"https://id.test\", \"audience\": \"fleetgate\","
+             "  \"keys\": [{\"kid\": \"rsa1\", \"pem_file\": \"%s\", \"algs\": [\"RS256\"]}],"
+             "  \"audit_log\": \"%s/audit.log\"},"
+             " \"rate_limits\": {\"enabled\": false}}",
+             redis.url, cl[0], cl[1], cl[2], keys.rsa_pub, keys.dir);
+    char log[160];
+    snprintf(log, sizeof log, "%s/daemon.log", keys.dir);
+    daemon_pid = th_daemon_start(cfg, &port, log);
+    ck_assert_int_gt(daemon_pid, 0);
+    admin = token("ada", "\"groups\": [\"fleetgate-admins\"]");
+    dev = token("dev", "\"projects\": {\"shop\": \"developer\"}");
+    viewer = token("vera", "\"projects\": {\"shop\": \"viewer\"}");
+    wait_ready();
+}
+
+static void teardown(void) {
+    int status = th_daemon_stop(daemon_pid, SIGTERM, 5000);
+    char path[192], text[8192] = "";
+    snprintf(path, sizeof path, "%s/daemon.log", keys.dir);
+    FILE *f = status != 0 ? fopen(path, "r") : NULL;
+    if (f) {
+        text[fread(text, 1, sizeof text - 1, f)] = '\0';
+        fclose(f);
+    }
+    tk_stop(&ks);
+    tr_redis_stop(&redis);
+    tj_keys_remove(&keys);
+    free(admin);
+    free(dev);
+    free(viewer);
+    ck_assert_msg(status == 0, "the daemon exited with %d:\n%s", status, text);
+}
+
+static const char *const shop_body =
+    "{\"name\": \"shop\", \"description\": \"the shop\", \"labels\": {\"team\": \"checkout\"},"
+    " \"quotas\": {\"OnDemand\": {\"limits\": {\"cpu\": \"8\", \"memory\": \"16Gi\", \"pods\": "
+    "20}},"
+    " \"Reserved\": {\"limits\": {\"cpu\": \"500m\"}}}}";
+
+static void create_shop(void) {
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects", admin, shop_body, NULL, true, &r), 201);
+    th_resp_free(&r);
+}
+
+/* The namespace as kubesim holds it in cluster i (a new reference, NULL when absent). */
+static json_t *ks_namespace(int i, const char *name) {
+    char path[128];
+    json_t *o = NULL;
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s", name);
+    return tk_call(&ks, i, "GET", path, NULL, &o) == 200 ? o : (json_decref(o), NULL);
+}
+
+static const char *ann(const json_t *o, const char *key) {
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(o, "metadata"), "annotations"), key));
+}
+
+START_TEST(project_create_writes_every_cluster_and_reads_back) {
+    th_resp_t r;
+    ck_assert_int_eq(
+        call("POST", "/v1/projects", admin, shop_body, "X-Request-Id: create-shop-1", true, &r),
+        201);
+    json_t *p = body_json(&r);
+    char loc[128];
+    ck_assert_str_eq(th_header(&r, "Location", loc, sizeof loc), "/v1/projects/shop");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(json_object_get(p, "quotas"), "OnDemand"), "limits"),
+            "cpu")),
+        "8");
+    ck_assert_int_eq(json_array_size(json_object_get(p, "clusters")), 3);
+    ck_assert_int_eq(json_array_size(json_object_get(p, "outcomes")), 3);
+    json_decref(p);
+    th_resp_free(&r);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(tk_requests(&ks, i, "create"), 1);
+        json_t *ns = ks_namespace(i, "shop");
+        ck_assert_ptr_nonnull(ns);
+        ck_assert_str_eq(ann(ns, "fleetgate.io/requested-by"), "ada");
+        ck_assert_str_eq(ann(ns, "fleetgate.io/request-id"), "create-shop-1");
+        ck_assert_str_eq(ann(ns, "fleetgate.io/quota-ondemand-memory"), "16Gi");
+        ck_assert_str_eq(ann(ns, "fleetgate.io/quota-ondemand-pods"), "20");
+        ck_assert_str_eq(ann(ns, "fleetgate.io/quota-reserved-cpu"), "500m");
+        json_decref(ns);
+    }
+    /* Read your write: the GET right after, no sleep. */
+    ck_assert_int_eq(call("GET", "/v1/projects/shop", viewer, NULL, NULL, true, &r), 200);
+    p = body_json(&r);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(
+            json_object_get(json_object_get(json_object_get(p, "quotas"), "OnDemand"), "limits"),
+            "pods")),
+        20);
+    json_decref(p);
+    th_resp_free(&r);
+    /* Again: it exists. */
+    ck_assert_int_eq(call("POST", "/v1/projects", admin, shop_body, NULL, true, &r), 409);
+    th_resp_free(&r);
+}
+END_TEST
+
+START_TEST(project_patch_with_if_match) {
+    create_shop();
+    th_resp_t r;
+    ck_assert_int_eq(call("GET", "/v1/projects/shop", admin, NULL, NULL, true, &r), 200);
+    char etag[128], hdr[160];
+    ck_assert_ptr_nonnull(th_header(&r, "ETag", etag, sizeof etag));
+    th_resp_free(&r);
+    const char *patch = "{\"labels\": {\"team\": null, \"tier\": \"gold\"},"
+                        " \"quotas\": {\"OnDemand\": {\"limits\": {\"cpu\": \"12\"}},"
+                        " \"Reserved\": null}}";
+    snprintf(hdr, sizeof hdr, "If-Match: %s", etag);
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop", admin, patch, hdr, true, &r), 200);
+    json_t *p = body_json(&r);
+    th_resp_free(&r);
+    json_t *q = json_object_get(p, "quotas");
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(json_object_get(q, "OnDemand"), "limits"), "cpu")),
+                     "12");
+    ck_assert_ptr_null(json_object_get(q, "Reserved"));
+    ck_assert_ptr_null(json_object_get(json_object_get(p, "labels"), "team"));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(p, "labels"), "tier")),
+                     "gold");
+    json_decref(p);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tk_requests(&ks, i, "patch"), 1);
+    /* The same If-Match again is stale now: 412, nothing sent. */
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop", admin, patch, hdr, true, &r), 412);
+    th_resp_free(&r);
+    ck_assert_int_eq(tk_requests(&ks, 0, "patch"), 1);
+    /* A patch whose result breaks the schema: 422 pointing into the result. */
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop", admin,
+                          "{\"name\": \"other\", \"quotas\": {\"Gold\": {}}}", NULL, true, &r),
+                     422);
+    ck_assert_msg(strstr(r.body, "\"pointer\":\"/quotas/Gold\"") != NULL, "%s", r.body);
+    th_resp_free(&r);
+}
+END_TEST
+
+START_TEST(project_invalid_body_lists_every_field_and_writes_nothing) {
+    th_resp_t r;
+    const char *bad =
+        "{\"name\": \"Shop_1\", \"labels\": {\"fleetgate.io/x\": \"y\"},"
+        " \"quotas\": {\"OnDemand\": {\"limits\": {\"cpu\": \"lots\", \"pods\": -1}}},"
+        " \"colour\": \"red\"}";
+    ck_assert_int_eq(call("POST", "/v1/projects", admin, bad, NULL, true, &r), 422);
+    json_t *p = body_json(&r);
+    th_resp_free(&r);
+    static const char *const pointers[] = {"/colour", "/name", "/labels/fleetgate.io~1x",
+                                           "/quotas/OnDemand/limits/cpu",
+                                           "/quotas/OnDemand/limits/pods"};
+    json_t *errors = json_object_get(p, "errors");
+    ck_assert_msg(json_array_size(errors) == 5, "%s", fg_json_dumps(p, NULL));
+    for (size_t i = 0; i < 5; i++)
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(errors, i), "pointer")),
+                         pointers[i]);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(errors, 3), "detail")),
+                     "must be a CPU quantity such as 500m or 2 (got \"lots\")");
+    json_decref(p);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tk_requests(&ks, i, "create"), 0);
+    /* Not JSON at all: 415 / 400 before the handler. */
+    ck_assert_int_eq(call("POST", "/v1/projects", admin, "{", NULL, true, &r), 400);
+    th_resp_free(&r);
+}
+END_TEST
+
+START_TEST(project_roles) {
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects", dev, shop_body, NULL, true, &r), 403);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("POST", "/v1/projects", viewer, shop_body, NULL, true, &r), 403);
+    th_resp_free(&r);
+    create_shop();
+    ck_assert_int_eq(
+        call("PATCH", "/v1/projects/shop", dev, "{\"description\": \"x\"}", NULL, true, &r), 403);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop", dev, NULL, NULL, true, &r), 403);
+    th_resp_free(&r);
+    ck_assert_int_eq(tk_requests(&ks, 0, "patch") + tk_requests(&ks, 0, "delete"), 0);
+}
+END_TEST
+
+START_TEST(project_delete_refused_while_workloads_remain) {
+    create_shop();
+    const char *dep =
+        "{\"apiVersion\": \"apps/v1\", \"kind\": \"Deployment\", \"metadata\": {\"name\": "
+        "\"web\"}, \"spec\": {\"replicas\": 0, \"selector\": {\"matchLabels\": {\"app\": "
+        "\"web\"}}, \"template\": {\"metadata\": {\"labels\": {\"app\": \"web\"}}, \"spec\": "
+        "{\"containers\": [{\"name\": \"c\", \"image\": \"nginx:1\"}]}}}}";
+    ck_assert_int_eq(
+        tk_call(&ks, 2, "POST", "/apis/apps/v1/namespaces/shop/deployments", dep, NULL), 201);
+    th_resp_t r;
+    for (int i = 0; i < 200; i++) {
+        long s = call("GET", "/v1/projects/shop/apps/web", admin, NULL, NULL, false, &r);
+        th_resp_free(&r);
+        if (s == 200)
+            break;
+        sleep_ms(20);
+    }
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop", admin, NULL, NULL, true, &r), 409);
+    ck_assert_msg(strstr(r.body, "project shop still has 1 apps; delete them first") != NULL, "%s",
+                  r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        tk_call(&ks, 2, "DELETE", "/apis/apps/v1/namespaces/shop/deployments/web", NULL, NULL),
+        200);
+    for (int i = 0; i < 200; i++) {
+        long s = call("GET", "/v1/projects/shop/apps/web", admin, NULL, NULL, false, &r);
+        th_resp_free(&r);
+        if (s == 404)
+            break;
+        sleep_ms(20);
+    }
+    ck_assert_int_eq(
+        call("DELETE", "/v1/projects/shop", admin, NULL, "If-Match: \"stale\"", true, &r), 412);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop", admin, NULL, NULL, true, &r), 204);
+    th_resp_free(&r);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(tk_requests(&ks, i, "delete"), i == 2 ? 2 : 1);
+        ck_assert_ptr_null(ks_namespace(i, "shop"));
+    }
+    ck_assert_int_eq(call("GET", "/v1/projects/shop", admin, NULL, NULL, true, &r), 404);
+    th_resp_free(&r);
+}
+END_TEST
+
+/* One cluster refusing writes: 502 naming it, the others keep the namespace, and the same
+ * request again (once the cluster is back) completes it. */
+START_TEST(project_create_partial_failure_then_retry_converges) {
+    ck_assert_int_eq(tk_faults(&ks, 1, "{\"errorRate\": 1, \"errorStatus\": 503}"), 0);
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects", admin, shop_body, NULL, true, &r), 502);
+    json_t *p = body_json(&r);
+    th_resp_free(&r);
+    json_t *cl = json_object_get(p, "clusters");
+    ck_assert_int_eq(json_array_size(cl), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(cl, 1), "outcome")),
+                     "Failed");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(cl, 1), "status")), 503);
+    ck_assert_msg(strstr(json_string_value(json_object_get(p, "detail")),
+                         "1 of 3 clusters failed the write: c1 answered 503") != NULL,
+                  "%s", json_string_value(json_object_get(p, "detail")));
+    json_decref(p);
+    ck_assert_int_eq(tk_faults(&ks, 1, "{}"), 0);
+    ck_assert_int_eq(call("POST", "/v1/projects", admin, shop_body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    for (int i = 0; i < 3; i++) {
+        json_t *ns = ks_namespace(i, "shop");
+        ck_assert_ptr_nonnull(ns);
+        json_decref(ns);
+    }
+}
+END_TEST
+
+/* A project whose namespace is missing in a cluster (added later, or down at the create) gets
+ * it from the reconciler; a namespace fleetgate does not manage is left alone. */
+START_TEST(reconciler_creates_missing_namespaces) {
+    const char *managed = "{\"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"metadata\": "
+                          "{\"name\": \"legacy\", \"labels\": {\"app.kubernetes.io/managed-by\": "
+                          "\"fleetgate\", \"team\": \"old\"}, \"annotations\": "
+                          "{\"fleetgate.io/quota-ondemand-cpu\": \"3\"}}}";
+    const char *foreign = "{\"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"metadata\": "
+                          "{\"name\": \"kube-extra\"}}";
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(tk_call(&ks, i, "POST", "/api/v1/namespaces", managed, NULL), 201);
+        ck_assert_int_eq(tk_call(&ks, i, "POST", "/api/v1/namespaces", foreign, NULL), 201);
+    }
+    json_t *ns = NULL;
+    for (int i = 0; i < 250 && ns == NULL; i++) {
+        ns = ks_namespace(2, "legacy");
+        if (ns == NULL)
+            sleep_ms(40);
+    }
+    ck_assert_msg(ns != NULL, "the reconciler did not create the namespace in c2");
+    ck_assert_str_eq(ann(ns, "fleetgate.io/quota-ondemand-cpu"), "3");
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(json_object_get(ns, "metadata"), "labels"), "team")),
+                     "old");
+    json_decref(ns);
+    ck_assert_ptr_null(ks_namespace(2, "kube-extra"));
+}
+END_TEST
+
+/* The intent is audited before the change, the outcome after. */
+START_TEST(project_writes_are_audited_before_and_after) {
+    create_shop();
+    char path[160], text[16384] = "";
+    snprintf(path, sizeof path, "%s/audit.log", keys.dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    char *intent = strstr(text, "\"outcome\":\"intent\"");
+    ck_assert_msg(intent != NULL, "%s", text);
+    ck_assert_msg(strstr(intent, "\"outcome\":\"ok\",\"status\":201") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "\"intent\":\"create namespace shop in 3 clusters\"") != NULL, "%s",
+                  text);
+}
+END_TEST
+
+/* ---- apps ------------------------------------------------------------------------------ */
+
+static const char *const quota_project =
+    "{\"name\": \"shop\", \"quotas\": {\"OnDemand\": {\"limits\": {\"cpu\": \"4\", \"memory\": "
+    "\"64Gi\", \"pods\": 40}}}}";
+
+static void create_quota_project(void) {
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects", admin, quota_project, NULL, true, &r), 201);
+    th_resp_free(&r);
+}
+
+static char *app_body(const char *name, int replicas, const char *placement, const char *extra) {
+    return fg_xasprintf("{\"name\": \"%s\", \"labels\": {\"team\": \"checkout\"}, \"spec\": "
+                        "{\"replicas\": %d, \"placement\": %s, \"containers\": [{\"name\": "
+                        "\"app\", \"image\": \"registry.example.net/shop/web:1.42.0\", "
+                        "\"env\": [{\"name\": \"LOG_LEVEL\", \"value\": \"info\"}], "
+                        "\"ports\": [{\"name\": \"http\", \"containerPort\": 8080}], "
+                        "\"resources\": {\"requests\": {\"cpu\": \"100m\", \"memory\": "
+                        "\"128Mi\"}}}]%s}}",
+                        name, replicas, placement, extra ? extra : "");
+}
+
+/* spec.replicas of the Deployment in cluster i (-1 when it has none). */
+static long ks_replicas(int i, const char *app, json_t **dep) {
+    char path[192];
+    json_t *o = NULL;
+    snprintf(path, sizeof path, "/apis/apps/v1/namespaces/shop/deployments/%s", app);
+    if (tk_call(&ks, i, "GET", path, NULL, &o) != 200) {
+        json_decref(o);
+        return -1;
+    }
+    long n = (long)json_integer_value(json_object_get(json_object_get(o, "spec"), "replicas"));
+    if (dep)
+        *dep = o;
+    else
+        json_decref(o);
+    return n;
+}
+
+static long desired(const char *app) {
+    th_resp_t r;
+    char path[128];
+    snprintf(path, sizeof path, "/v1/projects/shop/apps/%s", app);
+    if (call("GET", path, viewer, NULL, NULL, false, &r) != 200) {
+        th_resp_free(&r);
+        return -1;
+    }
+    json_t *a = body_json(&r);
+    th_resp_free(&r);
+    long n = (long)json_integer_value(
+        json_object_get(json_object_get(json_object_get(a, "status"), "replicas"), "desired"));
+    json_decref(a);
+    return n;
+}
+
+START_TEST(app_create_spread_and_read_your_writes) {
+    create_quota_project();
+    char *body = app_body("web", 6, "{\"policy\": \"Spread\"}", NULL);
+    th_resp_t r;
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/apps", dev, body, "X-Request-Id: mk-web", true, &r), 201);
+    json_t *a = body_json(&r);
+    th_resp_free(&r);
+    ck_assert_int_eq(json_array_size(json_object_get(a, "outcomes")), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(a, "placement"), "policy")),
+                     "Spread");
+    json_decref(a);
+    /* One cluster a zone: c0 or c1 in zone-a (3 replicas), c2 in zone-b (3). */
+    long c0 = ks_replicas(0, "web", NULL), c1 = ks_replicas(1, "web", NULL);
+    json_t *dep = NULL;
+    ck_assert_int_eq(ks_replicas(2, "web", &dep), 3);
+    ck_assert_msg((c0 == 3 && c1 == -1) || (c0 == -1 && c1 == 3), "c0 %ld c1 %ld", c0, c1);
+    ck_assert_int_eq(tk_requests(&ks, 2, "create"), 2); /* the namespace, the Deployment */
+    ck_assert_int_eq(tk_requests(&ks, c0 == 3 ? 1 : 0, "create"), 1); /* the namespace only */
+    ck_assert_str_eq(ann(dep, "fleetgate.io/requested-by"), "dev");
+    ck_assert_str_eq(ann(dep, "fleetgate.io/request-id"), "mk-web");
+    ck_assert_ptr_nonnull(strstr(ann(dep, "fleetgate.io/placement"), "\"policy\":\"Spread\""));
+    json_decref(dep);
+    /* Read your writes: the GET right after, 200 times, shows it. */
+    for (int i = 0; i < 200; i++)
+        ck_assert_int_eq(desired("web"), 6);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 409);
+    th_resp_free(&r);
+    free(body);
+}
+END_TEST
+
+START_TEST(app_pack_with_selector_and_dry_run) {
+    create_quota_project();
+    char *body = app_body("api", 4,
+                          "{\"policy\": \"Pack\", \"clusterSelector\": {\"matchLabels\": "
+                          "{\"env\": \"dev\"}}}",
+                          NULL);
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps?dryRun=true", dev, body, NULL, true, &r),
+                     200);
+    json_t *d = body_json(&r);
+    th_resp_free(&r);
+    json_t *v = json_object_get(json_object_get(d, "placement"), "clusters");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(v, 0), "filter")),
+                     "ClusterSelector");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(v, 1), "replicas")), 4);
+    json_decref(d);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tk_requests(&ks, i, "create"), 1); /* the namespace only */
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    ck_assert_int_eq(ks_replicas(0, "api", NULL), -1);
+    ck_assert_int_eq(ks_replicas(1, "api", NULL), 4);
+    ck_assert_int_eq(ks_replicas(2, "api", NULL), -1);
+    /* Nowhere to go: 409 with the explanation. */
+    char *nowhere = app_body("lost", 1, "{\"zones\": [\"zone-x\"]}", NULL);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, nowhere, NULL, true, &r), 409);
+    ck_assert_msg(strstr(r.body, "urn:fleetgate:problem:placement-failed") != NULL, "%s", r.body);
+    ck_assert_msg(strstr(r.body, "3 refused by Zone") != NULL, "%s", r.body);
+    th_resp_free(&r);
+    free(nowhere);
+    free(body);
+}
+END_TEST
+
+START_TEST(app_verbs_and_delete) {
+    create_quota_project();
+    char *body = app_body("web", 6, "{}", NULL);
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+    int za = ks_replicas(0, "web", NULL) >= 0 ? 0 : 1; /* zone-a's chosen cluster */
+    /* scale, with a dry run first */
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps/web:scale?dryRun=true", dev,
+                          "{\"replicas\": 4}", NULL, true, &r),
+                     200);
+    th_resp_free(&r);
+    ck_assert_int_eq(ks_replicas(2, "web", NULL), 3);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/apps/web:scale", dev, "{\"replicas\": 4}", NULL, true, &r),
+        200);
+    th_resp_free(&r);
+    ck_assert_int_eq(ks_replicas(za, "web", NULL), 2);
+    ck_assert_int_eq(ks_replicas(2, "web", NULL), 2);
+    ck_assert_int_eq(desired("web"), 4);
+    ck_assert_int_eq(tk_requests(&ks, 1 - za, "patch"), 0); /* never the other cluster */
+    /* over the quota's 40 pods */
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/apps/web:scale", dev, "{\"replicas\": 41}", NULL, true, &r),
+        409);
+    ck_assert_msg(strstr(r.body, "tier OnDemand of project shop: cpu would be 4100m of a quota of "
+                                 "4000m") != NULL,
+                  "%s", r.body);
+    th_resp_free(&r);
+    /* stop, then resume brings the replicas back */
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps/web:stop", dev, NULL, NULL, true, &r),
+                     200);
+    ck_assert_msg(strstr(r.body, "\"phase\":\"Stopped\"") != NULL, "%s", r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(ks_replicas(2, "web", NULL), 0);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps/web:resume", dev, NULL, NULL, true, &r),
+                     200);
+    th_resp_free(&r);
+    ck_assert_int_eq(ks_replicas(2, "web", NULL), 2);
+    ck_assert_int_eq(desired("web"), 4);
+    /* pause, restart */
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps/web:pause", dev, NULL, NULL, true, &r),
+                     200);
+    ck_assert_msg(strstr(r.body, "\"phase\":\"Paused\"") != NULL, "%s", r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps/web:restart", dev, NULL, NULL, true, &r),
+                     200);
+    th_resp_free(&r);
+    json_t *dep = NULL;
+    ks_replicas(2, "web", &dep);
+    ck_assert(json_is_true(json_object_get(json_object_get(dep, "spec"), "paused")));
+    ck_assert_ptr_nonnull(json_object_get(
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(dep, "spec"), "template"), "metadata"),
+            "annotations"),
+        "kubectl.kubernetes.io/restartedAt"));
+    json_decref(dep);
+    /* a stale If-Match: 412 */
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps/web:resume", dev, NULL,
+                          "If-Match: \"nope\"", true, &r),
+                     412);
+    th_resp_free(&r);
+    /* delete everywhere */
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop/apps/web", dev, NULL, NULL, true, &r), 204);
+    th_resp_free(&r);
+    ck_assert_int_eq(ks_replicas(za, "web", NULL), -1);
+    ck_assert_int_eq(ks_replicas(2, "web", NULL), -1);
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/apps/web", dev, NULL, NULL, true, &r), 404);
+    th_resp_free(&r);
+}
+END_TEST
+
+START_TEST(app_refusals) {
+    create_quota_project();
+    th_resp_t r;
+    char *body = app_body("web", 2, "{}", NULL);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", viewer, body, NULL, true, &r), 403);
+    th_resp_free(&r);
+    char *other = token("olga", "\"projects\": {\"blog\": \"developer\"}");
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", other, body, NULL, true, &r), 403);
+    th_resp_free(&r);
+    free(other);
+    free(body);
+    body = app_body("Web_1", 5000, "{\"policy\": \"Wide\"}", ", \"sidecars\": [\"envoy\"]");
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 422);
+    static const char *const pointers[] = {"\"/name\"", "\"/spec/replicas\"",
+                                           "\"/spec/placement/policy\"", "\"/spec/sidecars/0\""};
+    for (size_t i = 0; i < 4; i++)
+        ck_assert_msg(strstr(r.body, pointers[i]) != NULL, "%s: %s", pointers[i], r.body);
+    th_resp_free(&r);
+    free(body);
+    body = fg_xasprintf("{\"name\": \"batch\", \"spec\": {\"replicas\": 1, \"tier\": "
+                        "\"Preemptible\", \"containers\": [{\"name\": \"c\", \"image\": \"x\"}]}}");
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 409);
+    ck_assert_msg(strstr(r.body, "tier Preemptible of project shop has no quota") != NULL, "%s",
+                  r.body);
+    th_resp_free(&r);
+    free(body);
+    ck_assert_int_eq(call("POST", "/v1/projects/nope/apps", admin, "{}", NULL, true, &r), 422);
+    th_resp_free(&r);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tk_requests(&ks, i, "create"), 1); /* the namespace only */
+}
+END_TEST
+
+static const char *image_of(const json_t *dep) {
+    return json_string_value(json_object_get(
+        json_array_get(
+            json_object_get(
+                json_object_get(json_object_get(json_object_get(dep, "spec"), "template"), "spec"),
+                "containers"),
+            0),
+        "image"));
+}
+
+START_TEST(app_replace_and_patch) {
+    create_quota_project();
+    char *body = app_body("web", 4, "{}", NULL);
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+    int za = ks_replicas(0, "web", NULL) >= 0 ? 0 : 1;
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/apps/web", dev, NULL, NULL, true, &r), 200);
+    char etag[128], hdr[160];
+    ck_assert_ptr_nonnull(th_header(&r, "ETag", etag, sizeof etag));
+    th_resp_free(&r);
+    snprintf(hdr, sizeof hdr, "If-Match: %s", etag);
+    const char *patch = "{\"spec\": {\"containers\": [{\"name\": \"app\", \"image\": "
+                        "\"registry.example.net/shop/web:1.43.0\", \"resources\": {\"requests\": "
+                        "{\"cpu\": \"100m\"}}}]}}";
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/apps/web", dev, patch, hdr, true, &r), 200);
+    th_resp_free(&r);
+    json_t *dep = NULL;
+    ck_assert_int_eq(ks_replicas(2, "web", &dep), 2);
+    ck_assert_str_eq(image_of(dep), "registry.example.net/shop/web:1.43.0");
+    json_decref(dep);
+    ck_assert_int_eq(ks_replicas(za, "web", NULL), 2);
+    ck_assert_int_eq(tk_requests(&ks, 2, "update"), 1);
+    /* the ETag before the change is stale now */
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/apps/web", dev, patch, hdr, true, &r), 412);
+    th_resp_free(&r);
+    /* a placement change moves the replicas: all to zone-b */
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/apps/web", dev,
+                          "{\"spec\": {\"placement\": {\"zones\": [\"zone-b\"]}}}", NULL, true, &r),
+                     200);
+    th_resp_free(&r);
+    ck_assert_int_eq(ks_replicas(2, "web", NULL), 4);
+    ck_assert_int_eq(ks_replicas(za, "web", NULL), -1);
+    /* the body of a GET goes back with PUT */
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/apps/web", dev, NULL, NULL, true, &r), 200);
+    char *got = fg_xstrdup(r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("PUT", "/v1/projects/shop/apps/web", dev, got, NULL, true, &r), 200);
+    th_resp_free(&r);
+    free(got);
+    ck_assert_int_eq(desired("web"), 4);
+    /* a PUT cannot rename */
+    body = app_body("other", 1, "{}", NULL);
+    ck_assert_int_eq(call("PUT", "/v1/projects/shop/apps/web", dev, body, NULL, true, &r), 422);
+    th_resp_free(&r);
+    free(body);
+}
+END_TEST
+
+/* A cluster refusing the create: 502 naming it, and the Deployment the other got is deleted. */
+START_TEST(app_create_failure_rolls_back) {
+    create_quota_project();
+    ck_assert_int_eq(tk_faults(&ks, 2, "{\"errorRate\": 1, \"errorStatus\": 500}"), 0);
+    char *body = app_body("web", 2, "{}", NULL);
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 502);
+    ck_assert_msg(strstr(r.body, "c2 answered 500") != NULL, "%s", r.body);
+    ck_assert_msg(strstr(r.body, "deleted it again") != NULL, "%s", r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(ks_replicas(0, "web", NULL), -1);
+    ck_assert_int_eq(ks_replicas(1, "web", NULL), -1);
+    ck_assert_int_eq(tk_faults(&ks, 2, "{}"), 0);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+}
+END_TEST
+
+/* ---- quotas: two replicas racing for the last units ---------------------------------------- */
+
+typedef struct {
+    uint16_t port;
+    int i;
+    long status;
+} racer_t;
+
+static void *race_one(void *arg) {
+    racer_t *r = arg;
+    char url[128],
+        *body = fg_xasprintf("{\"name\": \"r%d\", \"spec\": {\"replicas\": 1, \"containers\": "
+                             "[{\"name\": \"c\", \"image\": \"nginx:1\"}]}}",
+                             r->i);
+    char *auth = fg_xasprintf("Authorization: Bearer %s", dev);
+    const char *hdrs[] = {auth, "Content-Type: application/json", NULL};
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/v1/projects/shop/apps", (unsigned)r->port);
+    th_resp_t resp;
+    r->status =
+        th_request("POST", url, hdrs, body, (long)strlen(body), 0, &resp) == 0 ? resp.status : -1;
+    th_resp_free(&resp);
+    free(auth);
+    free(body);
+    return NULL;
+}
+
+START_TEST(quota_holds_across_two_replicas) {
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects", admin,
+                          "{\"name\": \"shop\", \"quotas\": {\"OnDemand\": {\"limits\": "
+                          "{\"pods\": 5}}}}",
+                          NULL, true, &r),
+                     201);
+    th_resp_free(&r);
+    /* A second replica on the same Redis and clusters. */
+    uint16_t port2;
+    pid_t second = th_daemon_start(daemon_cfg, &port2, NULL);
+    ck_assert_int_gt(second, 0);
+    enum { N = 40 };
+    racer_t racers[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        racers[i] = (racer_t){.port = i % 2 ? port2 : port, .i = i};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, race_one, &racers[i]), 0);
+    }
+    int created = 0, refused = 0;
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        created += racers[i].status == 201;
+        refused += racers[i].status == 409;
+    }
+    ck_assert_int_eq(th_daemon_stop(second, SIGTERM, 5000), 0);
+    char seen[512] = "";
+    for (int i = 0, len = 0; i < N && len < (int)sizeof seen - 8; i++)
+        len += snprintf(seen + len, sizeof seen - (size_t)len, " %ld", racers[i].status);
+    ck_assert_msg(created == 5 && refused == N - 5, "created %d, refused %d:%s", created, refused,
+                  seen);
+    long deps = 0;
+    for (int i = 0; i < 3; i++) {
+        json_t *s = NULL;
+        ck_assert_int_eq(tk_call(&ks, i, "GET", "/_kubesim/stats", NULL, &s), 200);
+        deps +=
+            (long)json_integer_value(json_object_get(json_object_get(s, "objects"), "deployments"));
+        json_decref(s);
+    }
+    ck_assert_int_eq(deps, 5);
+    /* the refusal names tier, resource, would-be usage and quota */
+    char *body = app_body("one-more", 1, "{}", NULL);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 409);
+    ck_assert_msg(
+        strstr(r.body, "tier OnDemand of project shop: pods would be 6 of a quota of 5") != NULL,
+        "%s", r.body);
+    th_resp_free(&r);
+    free(body);
+}
+END_TEST
+
+/* ---- Idempotency-Key ------------------------------------------------------------------------ */
+
+static long creates(void) {
+    long n = 0;
+    for (int i = 0; i < 3; i++)
+        n += tk_requests(&ks, i, "create");
+    return n;
+}
+
+START_TEST(idempotent_create_answers_once_across_replicas) {
+    create_quota_project();
+    char *body = app_body("web", 2, "{}", NULL);
+    th_resp_t r;
+    const char *key = "Idempotency-Key: 8e4c1a52-51f0-4d8e-9f7e-3d1c2b0a9f11";
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, key, true, &r), 201);
+    char *first = fg_xstrdup(r.body);
+    th_resp_free(&r);
+    long before = creates();
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, key, true, &r), 201);
+    ck_assert_str_eq(r.body, first);
+    th_resp_free(&r);
+    /* another replica answers the same */
+    uint16_t port2, port1 = port;
+    pid_t second = th_daemon_start(daemon_cfg, &port2, NULL);
+    ck_assert_int_gt(second, 0);
+    port = port2;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, key, true, &r), 201);
+    ck_assert_str_eq(r.body, first);
+    th_resp_free(&r);
+    port = port1;
+    ck_assert_int_eq(th_daemon_stop(second, SIGTERM, 5000), 0);
+    ck_assert_int_eq(creates(), before);
+    /* the same key with another body */
+    char *other = app_body("api", 2, "{}", NULL);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, other, key, true, &r), 422);
+    ck_assert_msg(strstr(r.body, "\"header\":\"Idempotency-Key\"") != NULL, "%s", r.body);
+    th_resp_free(&r);
+    free(other);
+    free(first);
+    free(body);
+}
+END_TEST
+
+/* The client sends, the connection drops before the answer, the client retries with its key:
+ * one app, created once. */
+START_TEST(idempotent_retry_after_dropped_connection) {
+    create_quota_project();
+    char *body = app_body("web", 2, "{}", NULL);
+    char *req = fg_xasprintf("POST /v1/projects/shop/apps HTTP/1.1\r\nHost: x\r\nAuthorization: "
+                             "Bearer %s\r\nContent-Type: application/json\r\nIdempotency-Key: "
+                             "k-1\r\nContent-Length: %zu\r\n\r\n%s",
+                             dev, strlen(body), body);
+    int fd = th_connect(port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+    close(fd);
+    free(req);
+    long before = creates();
+    th_resp_t r;
+    long status = 409;
+    for (int i = 0; i < 200 && status == 409; i++) {
+        status =
+            call("POST", "/v1/projects/shop/apps", dev, body, "Idempotency-Key: k-1", true, &r);
+        th_resp_free(&r);
+        if (status == 409)
+            sleep_ms(20);
+    }
+    ck_assert_int_eq(status, 201);
+    json_t *dep = NULL;
+    long total = 0;
+    for (int i = 0; i < 3; i++) {
+        long n = ks_replicas(i, "web", &dep);
+        total += n > 0 ? n : 0;
+        json_decref(dep);
+        dep = NULL;
+    }
+    ck_assert_int_eq(total, 2);
+    ck_assert_int_le(creates() - before, 2); /* the dropped request's Deployments, once */
+    free(body);
+}
+END_TEST
+
+static Suite *writes_suite(void) {
+    Suite *s = suite_create("writes");
+    TCase *tc = tcase_create("projects");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, project_create_writes_every_cluster_and_reads_back);
+    tcase_add_test(tc, project_patch_with_if_match);
+    tcase_add_test(tc, project_invalid_body_lists_every_field_and_writes_nothing);
+    tcase_add_test(tc, project_roles);
+    tcase_add_test(tc, project_delete_refused_while_workloads_remain);
+    tcase_add_test(tc, project_create_partial_failure_then_retry_converges);
+    tcase_add_test(tc, project_writes_are_audited_before_and_after);
+    tcase_add_test(tc, reconciler_creates_missing_namespaces);
+    suite_add_tcase(s, tc);
+    TCase *ta = tcase_create("apps");
+    tcase_add_checked_fixture(ta, setup, teardown);
+    tcase_set_timeout(ta, 120);
+    tcase_add_test(ta, app_create_spread_and_read_your_writes);
+    tcase_add_test(ta, app_pack_with_selector_and_dry_run);
+    tcase_add_test(ta, app_verbs_and_delete);
+    tcase_add_test(ta, app_refusals);
+    tcase_add_test(ta, app_replace_and_patch);
+    tcase_add_test(ta, app_create_failure_rolls_back);
+    suite_add_tcase(s, ta);
+    TCase *tq = tcase_create("quota");
+    tcase_add_checked_fixture(tq, setup, teardown);
+    tcase_set_timeout(tq, 120);
+    tcase_add_test(tq, quota_holds_across_two_replicas);
+    tcase_add_test(tq, idempotent_create_answers_once_across_replicas);
+    tcase_add_test(tq, idempotent_retry_after_dropped_connection);
+    suite_add_tcase(s, tq);
+    return s;
+}
+
+int main(void) {
+    return tm_run(writes_suite());
+}
