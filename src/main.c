@@ -162,6 +162,7 @@ static void drain(fg_http_server_t *srv, const sigset_t *sigs, int64_t timeout_s
         struct timespec tick = {0, 20 * 1000000};
         int sig = sigtimedwait(sigs, NULL, &tick);
         if (sig == SIGTERM || sig == SIGINT) {
+            fg_log_flush(); /* the access lines of what was answered */
             fg_log(FG_LOG_WARN, NULL, "second signal: exiting now");
             _exit(EXIT_RUNTIME);
         }
@@ -264,6 +265,7 @@ int main(int argc, char **argv) {
         if (sigwait(&sigs, &sig) != 0)
             continue;
         if (sig == SIGHUP) {
+            fg_log_flush(); /* lines before the reload stay before its own */
             reload(auth);
             continue;
         }
@@ -275,6 +277,7 @@ int main(int argc, char **argv) {
 out:
     fg_informers_stop(informers); /* releases the leases: another replica takes over at once */
     fg_http_server_free(srv);
+    fg_log_flush(); /* every access line of the drained requests, before "stopped" */
     fg_auth_free(auth);
     fg_redis_free(redis);
     fg_buf_free(&errs);

@@ -68,6 +68,12 @@ size_t fg_utf8_len(const char *s, size_t n);
 /* Appends s as the inside of a JSON string (quotes not included), escaping as RFC 8259 asks;
  * a byte that is not UTF-8 is written as the text \xNN, so the result is always valid JSON. */
 int fg_buf_append_json_escaped(fg_buf_t *b, const char *s, size_t n);
+/* Appends s as the inside of a JSON string the way fg_json_string_clean shows it (bytes that are
+ * not UTF-8, and NUL, as the text \xNN), at most max bytes of shown text, cut at a character. */
+int fg_buf_append_json_clean(fg_buf_t *b, const char *s, size_t n, size_t max);
+/* One character of s as shown in logs and problems: itself when it is UTF-8 and not NUL, else the
+ * text \xNN written into hex. Sets *piece and *len; returns how many bytes of s it took. */
+size_t fg_utf8_shown(const char *s, size_t n, char hex[5], const char **piece, size_t *len);
 void fg_buf_reset(fg_buf_t *b);
 /* Hands the bytes to the caller (who frees them with free()) and leaves b empty. */
 char *fg_buf_steal(fg_buf_t *b, size_t *len_out);
@@ -120,6 +126,14 @@ void fg_log(fg_log_level_t level, const char *request_id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Writes a prepared JSON object as one line (used by the access log); steals nothing. */
 void fg_log_json(const json_t *line);
+/* Hands one complete line (ending in a newline) to the batch written by a thread of its own every
+ * 50 ms or sooner under load: for the access log, so a request pays a copy, not a write(2). A
+ * line that finds the batch full (1 MiB waiting) is dropped and counted. Thread-safe. */
+void fg_log_batched(const char *line, size_t len);
+/* Writes what the batch holds now (drain, SIGTERM, SIGHUP; also at exit). */
+void fg_log_flush(void);
+/* Lines fg_log_batched dropped since start. */
+uint64_t fg_log_dropped(void);
 
 #define FG_LOG(level, rid, ...)                                                                    \
     do {                                                                                           \

@@ -121,6 +121,13 @@ int fg_api_metrics(fg_req_t *req) {
             m.live ? 1 : 0, (unsigned long long)m.hits, (unsigned long long)m.misses,
             (unsigned long long)m.invalidations, (unsigned long long)m.resets, m.bytes);
     }
+    if (rc == FG_OK)
+        rc = fg_buf_appendf(&b,
+                            "# HELP fleetgate_log_lines_dropped_total Access-log lines dropped "
+                            "because the log's batch was full.\n"
+                            "# TYPE fleetgate_log_lines_dropped_total counter\n"
+                            "fleetgate_log_lines_dropped_total %llu\n",
+                            (unsigned long long)fg_log_dropped());
     if (rc != FG_OK) {
         fg_buf_free(&b);
         return fg_reply_problem(req, FG_PROBLEM_INTERNAL, "the metrics exposition is too large");

@@ -9,8 +9,9 @@
  * call cannot be audited its reply becomes 503 (fail closed); and while the audit log is known
  * to fail, mutating calls are refused by the gate before their handler acts.
  *
- * The token cache is a fixed array indexed by the token's SHA-256, one entry per slot (a newer
- * token takes the slot over), behind striped mutexes. An entry holds a principal reference and
+ * The token cache is a fixed array indexed by a keyed 64-bit hash of the token (a random seed per
+ * process), holding the token itself for an exact comparison, one entry per slot (a newer token
+ * takes the slot over), behind striped mutexes. An entry holds a principal reference and
  * serves only while now < exp and the key set is the one that verified it (a reload bumps the
  * generation, so removed keys stop working at once).
  *
@@ -25,7 +26,7 @@
  */
 #include "auth_internal.h"
 
-#include <openssl/sha.h>
+#include <openssl/crypto.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,8 +36,12 @@
 #define CACHE_STRIPES   64
 #define AUDIT_FIELD_MAX 1024 /* bytes of one client-supplied field in an audit line */
 
+/* A verified token: found by a keyed 64-bit hash of its bytes, then compared whole, so a lookup
+ * costs a pass over the token, not a SHA-256 of it. */
 typedef struct {
-    unsigned char hash[SHA256_DIGEST_LENGTH];
+    uint64_t h;  /* fg_hash64 of the token under the cache's random seed */
+    char *token; /* the token's bytes (owned) */
+    size_t len;
     fg_principal_t *p; /* NULL: empty */
     uint64_t gen;
 } centry_t;
@@ -47,7 +52,8 @@ struct fg_auth {
     fg_keyset_t *ks;
     atomic_uint_fast64_t gen;
     centry_t *cache;
-    size_t cache_mask; /* entries - 1; no cache when entries is 0 */
+    size_t cache_mask;   /* entries - 1; no cache when entries is 0 */
+    uint64_t cache_seed; /* random: nobody outside can aim tokens at one slot */
     pthread_mutex_t cache_mu[CACHE_STRIPES];
     fg_audit_t *audit;
     fg_ratelimit_t *rl;
@@ -112,6 +118,7 @@ int fg_auth_new(fg_auth_t **out, const fg_config_t *conf, fg_redis_t *redis, fg_
             n <<= 1;
         a->cache = fg_xcalloc(n, sizeof *a->cache);
         a->cache_mask = n - 1;
+        fg_random_bytes(&a->cache_seed, sizeof a->cache_seed);
     }
     if (fg_keyset_load(&a->ks, &conf->auth, errs) != FG_OK) {
         rc = FG_EINVAL;
@@ -137,8 +144,10 @@ out:
 void fg_auth_free(fg_auth_t *a) {
     if (a == NULL)
         return;
-    for (size_t i = 0; a->cache && i <= a->cache_mask; i++)
+    for (size_t i = 0; a->cache && i <= a->cache_mask; i++) {
         fg_principal_release(a->cache[i].p);
+        free(a->cache[i].token);
+    }
     free(a->cache);
     for (int i = 0; i < CACHE_STRIPES; i++)
         pthread_mutex_destroy(&a->cache_mu[i]);
@@ -168,22 +177,17 @@ int fg_auth_reload(fg_auth_t *a, fg_buf_t *errs) {
 
 /* ---- verified-token cache ---------------------------------------------- */
 
-static size_t cache_index(const fg_auth_t *a, const unsigned char *hash) {
-    uint64_t v;
-    memcpy(&v, hash, sizeof v);
-    return (size_t)(v & a->cache_mask);
-}
-
-/* A cached principal (a new reference) for this hash, or NULL. */
-static fg_principal_t *cache_get(fg_auth_t *a, const unsigned char *hash, int64_t now,
-                                 uint64_t gen) {
+/* A cached principal (a new reference) for this token, or NULL. */
+static fg_principal_t *cache_get(fg_auth_t *a, uint64_t h, const char *token, size_t len,
+                                 int64_t now, uint64_t gen) {
     if (a->cache == NULL)
         return NULL;
-    size_t i = cache_index(a, hash);
+    size_t i = (size_t)(h & a->cache_mask);
     fg_principal_t *p = NULL;
     pthread_mutex_lock(&a->cache_mu[i % CACHE_STRIPES]);
     centry_t *e = &a->cache[i];
-    if (e->p && e->gen == gen && now < e->p->exp && memcmp(e->hash, hash, sizeof e->hash) == 0) {
+    if (e->p && e->gen == gen && now < e->p->exp && e->h == h && e->len == len &&
+        CRYPTO_memcmp(e->token, token, len) == 0) {
         p = e->p;
         fg_principal_retain(p);
     }
@@ -191,27 +195,27 @@ static fg_principal_t *cache_get(fg_auth_t *a, const unsigned char *hash, int64_
     return p;
 }
 
-static void cache_put(fg_auth_t *a, const unsigned char *hash, fg_principal_t *p, int64_t now,
-                      uint64_t gen) {
+static void cache_put(fg_auth_t *a, uint64_t h, const char *token, size_t len, fg_principal_t *p,
+                      int64_t now, uint64_t gen) {
     if (a->cache == NULL || now >= p->exp)
         return; /* inside the leeway after exp: verified, never remembered */
-    size_t i = cache_index(a, hash);
+    size_t i = (size_t)(h & a->cache_mask);
+    char *copy = fg_xstrndup(token, len), *old_token;
     fg_principal_t *old;
     fg_principal_retain(p);
     pthread_mutex_lock(&a->cache_mu[i % CACHE_STRIPES]);
     centry_t *e = &a->cache[i];
     old = e->p;
-    memcpy(e->hash, hash, sizeof e->hash);
-    e->p = p;
-    e->gen = gen;
+    old_token = e->token;
+    *e = (centry_t){.h = h, .token = copy, .len = len, .p = p, .gen = gen};
     pthread_mutex_unlock(&a->cache_mu[i % CACHE_STRIPES]);
     fg_principal_release(old);
+    free(old_token);
 }
 
 /* Verifies token (from the cache when it can). FG_OK with *out, or FG_EINVAL with why. */
 static int authenticate(fg_auth_t *a, const char *token, size_t len, fg_principal_t **out,
                         char *why, size_t whylen) {
-    unsigned char hash[SHA256_DIGEST_LENGTH];
     int64_t now = fg_wall_ms() / 1000;
     uint64_t gen = atomic_load(&a->gen);
     static const char *const hit[] = {"hit"}, *const miss[] = {"miss"};
@@ -219,8 +223,8 @@ static int authenticate(fg_auth_t *a, const char *token, size_t len, fg_principa
         snprintf(why, whylen, "the token is longer than %d bytes", FG_TOKEN_MAX_BYTES);
         return FG_EINVAL;
     }
-    SHA256((const unsigned char *)token, len, hash);
-    fg_principal_t *p = cache_get(a, hash, now, gen);
+    uint64_t h = a->cache ? fg_hash64(token, len, a->cache_seed) : 0;
+    fg_principal_t *p = cache_get(a, h, token, len, now, gen);
     if (p) {
         fg_metric_add(a->m_cache, hit, 1);
         *out = p;
@@ -236,7 +240,7 @@ static int authenticate(fg_auth_t *a, const char *token, size_t len, fg_principa
     fg_keyset_release(ks);
     if (rc != FG_OK)
         return rc;
-    cache_put(a, hash, p, now, gen);
+    cache_put(a, h, token, len, p, now, gen);
     *out = p;
     return FG_OK;
 }

@@ -94,13 +94,67 @@ size_t fg_utf8_len(const char *s, size_t n) {
     return len;
 }
 
+size_t fg_utf8_shown(const char *s, size_t n, char hex[5], const char **piece, size_t *len) {
+    size_t seq = fg_utf8_len(s, n);
+    if (seq == 0 || s[0] == '\0') {
+        snprintf(hex, 5, "\\x%02x", (unsigned char)s[0]);
+        *piece = hex;
+        *len = 4;
+        return 1;
+    }
+    *piece = s;
+    *len = seq;
+    return seq;
+}
+
+int fg_buf_append_json_clean(fg_buf_t *b, const char *s, size_t n, size_t max) {
+    size_t before = b->len, i = 0, shown = 0;
+    int rc = FG_OK;
+    while (i < n && rc == FG_OK) {
+        /* the longest run shown as itself (UTF-8, no NUL) that fits, in one escaped append */
+        size_t run = 0, seq;
+        while (i + run < n && s[i + run] != '\0' &&
+               (seq = fg_utf8_len(s + i + run, n - i - run)) != 0 && shown + run + seq <= max)
+            run += seq;
+        if (run > 0) {
+            rc = fg_buf_append_json_escaped(b, s + i, run);
+            shown += run;
+            i += run;
+            continue;
+        }
+        char hex[5];
+        const char *piece;
+        size_t len;
+        seq = fg_utf8_shown(s + i, n - i, hex, &piece, &len);
+        if (shown + len > max)
+            break;
+        rc = fg_buf_append_json_escaped(b, piece, len);
+        shown += len;
+        i += seq;
+    }
+    if (rc != FG_OK) {
+        b->len = before; /* all or nothing */
+        if (b->data)
+            b->data[before] = '\0';
+    }
+    return rc;
+}
+
 int fg_buf_append_json_escaped(fg_buf_t *b, const char *s, size_t n) {
     size_t before = b->len;
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
         size_t seq = fg_utf8_len(s + i, n - i);
         int rc;
-        if (c == '"' || c == '\\') {
+        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+            /* a run of plain ASCII goes in one copy (most of every log line) */
+            size_t run = 1;
+            while (i + run < n && (unsigned char)s[i + run] >= 0x20 &&
+                   (unsigned char)s[i + run] < 0x80 && s[i + run] != '"' && s[i + run] != '\\')
+                run++;
+            rc = fg_buf_append(b, s + i, run);
+            seq = run;
+        } else if (c == '"' || c == '\\') {
             char esc[2] = {'\\', (char)c};
             rc = fg_buf_append(b, esc, 2);
         } else if (c < 0x20) {

@@ -81,16 +81,9 @@ json_t *fg_json_string_clean(const char *s, size_t n, size_t max, bool *cut) {
     bool was_cut = false;
     fg_buf_init(&b, max + 1);
     for (size_t i = 0; i < n;) {
-        size_t seq = fg_utf8_len(s + i, n - i);
         char hex[5];
-        const char *piece = s + i;
-        size_t len = seq;
-        if (seq == 0 || s[i] == '\0') {
-            snprintf(hex, sizeof hex, "\\x%02x", (unsigned char)s[i]);
-            piece = hex;
-            len = 4;
-            seq = 1;
-        }
+        const char *piece;
+        size_t len, seq = fg_utf8_shown(s + i, n - i, hex, &piece, &len);
         if (b.len + len > max) {
             was_cut = true;
             break;

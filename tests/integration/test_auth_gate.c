@@ -276,6 +276,25 @@ START_TEST(cached_token_never_outlives_its_exp) {
 }
 END_TEST
 
+/* The cache compares whole tokens: a cached token with one byte changed is verified afresh (and
+ * refused), and does not displace the good one's answer. */
+START_TEST(cache_never_serves_a_token_that_differs) {
+    char *t = token("exact", "\"projects\": {\"shop\": \"viewer\"}");
+    ck_assert_int_eq(call(&gs, "GET", "/v1/visible", t, NULL, NULL), 200);
+    long misses = metric("fleetgate_auth_token_cache_total{result=\"miss\"} ");
+    size_t n = strlen(t);
+    char *forged = fg_xstrdup(t);
+    forged[n - 2] = forged[n - 2] == 'A' ? 'B' : 'A'; /* inside the signature */
+    ck_assert_int_eq(call(&gs, "GET", "/v1/visible", forged, NULL, NULL), 401);
+    ck_assert_int_eq(metric("fleetgate_auth_token_cache_total{result=\"miss\"} "), misses + 1);
+    forged[n - 2] = '\0'; /* a prefix of the cached token */
+    ck_assert_int_eq(call(&gs, "GET", "/v1/visible", forged, NULL, NULL), 401);
+    ck_assert_int_eq(call(&gs, "GET", "/v1/visible", t, NULL, NULL), 200);
+    free(forged);
+    free(t);
+}
+END_TEST
+
 /* ---- audit ------------------------------------------------------------- */
 
 static json_t *audit_line(const char *rid) {
@@ -386,6 +405,7 @@ static Suite *gate_suite(void) {
     tcase_add_test(tc, lists_show_only_the_callers_projects);
     tcase_add_test(tc, list_is_charged_per_item);
     tcase_add_test(tc, cached_token_never_outlives_its_exp);
+    tcase_add_test(tc, cache_never_serves_a_token_that_differs);
     tcase_add_test(tc, audit_has_mutating_and_denied_calls_not_reads);
     tcase_add_test(tc, audit_failure_refuses_changes);
     suite_add_tcase(s, tc);

@@ -259,6 +259,61 @@ START_TEST(sigterm_lets_in_flight_request_finish_then_exits_0) {
 }
 END_TEST
 
+/* The access log is written in batches: after SIGTERM every request answered has its line, each
+ * a whole JSON object with the same members as before (nothing lost in the batch). */
+START_TEST(access_lines_complete_after_sigterm) {
+    uint16_t port;
+    char log_path[] = "/tmp/fg-test-access-XXXXXX";
+    int lfd = mkstemp(log_path);
+    ck_assert_int_ge(lfd, 0);
+    close(lfd);
+    char *cfg = fg_xasprintf(base_config, 10);
+    pid_t pid = th_daemon_start(cfg, &port, log_path);
+    free(cfg);
+    ck_assert_int_gt(pid, 0);
+    enum { N = 300 };
+    char url[128];
+    for (int i = 0; i < N; i++) {
+        th_resp_t r;
+        snprintf(url, sizeof url, "http://127.0.0.1:%u/healthz?i=%d", (unsigned)port, i);
+        ck_assert_int_eq(th_request("GET", url, NULL, NULL, -1, 0, &r), 0);
+        th_resp_free(&r);
+    }
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/v1/%%ff%%fe%%22%%0a", (unsigned)port);
+    th_resp_t r;
+    ck_assert_int_eq(th_request("GET", url, NULL, NULL, -1, 0, &r), 0);
+    th_resp_free(&r);
+    ck_assert_int_eq(th_daemon_stop(pid, SIGTERM, 5000), 0);
+
+    FILE *f = fopen(log_path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[65536];
+    int healthz = 0, odd = 0;
+    while (fgets(line, sizeof line, f)) {
+        json_t *j = NULL;
+        ck_assert_msg(fg_json_load(line, strlen(line), &j, NULL, 0) == FG_OK, "not JSON: %s", line);
+        const char *msg = json_string_value(json_object_get(j, "msg"));
+        if (msg && strcmp(msg, "access") == 0) {
+            static const char *const members[] = {"ts",     "level",     "requestId", "method",
+                                                  "client", "path",      "route",     "status",
+                                                  "bytes",  "durationMs"};
+            for (size_t k = 0; k < sizeof members / sizeof members[0]; k++)
+                ck_assert_msg(json_object_get(j, members[k]) != NULL, "no %s in %s", members[k],
+                              line);
+            ck_assert(json_is_real(json_object_get(j, "durationMs")));
+            const char *path = json_string_value(json_object_get(j, "path"));
+            healthz += strcmp(path, "/healthz") == 0;
+            odd += strncmp(path, "/v1/\\xff\\xfe\"\n", 11) == 0;
+        }
+        json_decref(j);
+    }
+    fclose(f);
+    unlink(log_path);
+    ck_assert_int_ge(healthz, N); /* and the start-up probes of /healthz */
+    ck_assert_int_eq(odd, 1);
+}
+END_TEST
+
 START_TEST(drain_timeout_bounds_the_wait) {
     uint16_t port;
     pid_t pid = start(&port, 1);
@@ -301,6 +356,7 @@ static Suite *daemon_suite(void) {
     tcase_add_test(tc, meta_endpoints_answer);
     tcase_add_test(tc, error_statuses_are_problems);
     tcase_add_test(tc, sigterm_lets_in_flight_request_finish_then_exits_0);
+    tcase_add_test(tc, access_lines_complete_after_sigterm);
     tcase_add_test(tc, drain_timeout_bounds_the_wait);
     tcase_add_test(tc, second_signal_exits_at_once);
     suite_add_tcase(s, tc);

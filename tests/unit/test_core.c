@@ -64,6 +64,39 @@ START_TEST(json_string_clean_escapes_and_cuts) {
 }
 END_TEST
 
+/* The access log formats its strings without jansson: the text must read back as the same
+ * string fg_json_string_clean makes, cut at the same place. */
+static const struct {
+    const char *s;
+    size_t n, max;
+} clean_cases[] = {
+    {"/v1/projects/demo/pods", 22, 64},
+    {"/p/\xff\xfe\"q\\", 8, 64},
+    {"a\0b\n\tc", 6, 64},
+    {"abc\xc3\xa9", 5, 4},
+    {"\xe2\x82\xac\xe2\x82\xac", 6, 5},
+    {"\x01\x02\x7f", 3, 64},
+};
+
+START_TEST(buf_json_clean_reads_back_as_json_string_clean) {
+    fg_buf_t b;
+    fg_buf_init(&b, 4096);
+    fg_buf_append(&b, "\"", 1);
+    ck_assert_int_eq(
+        fg_buf_append_json_clean(&b, clean_cases[_i].s, clean_cases[_i].n, clean_cases[_i].max),
+        FG_OK);
+    fg_buf_append(&b, "\"", 1);
+    json_t *got = json_loadb(b.data, b.len, JSON_DECODE_ANY, NULL);
+    ck_assert_msg(got != NULL, "not JSON: %s", b.data);
+    json_t *want =
+        fg_json_string_clean(clean_cases[_i].s, clean_cases[_i].n, clean_cases[_i].max, NULL);
+    ck_assert_msg(json_equal(got, want), "%s", b.data);
+    json_decref(got);
+    json_decref(want);
+    fg_buf_free(&b);
+}
+END_TEST
+
 static const struct {
     const char *in;
     int64_t min, max;
@@ -267,6 +300,8 @@ static Suite *core_suite(void) {
     tcase_add_test(tc, buf_json_escape_escapes_quotes_and_controls);
     tcase_add_test(tc, buf_json_escape_shows_invalid_utf8_as_text);
     tcase_add_test(tc, json_string_clean_escapes_and_cuts);
+    tcase_add_loop_test(tc, buf_json_clean_reads_back_as_json_string_clean, 0,
+                        sizeof clean_cases / sizeof clean_cases[0]);
     tcase_add_loop_test(tc, parse_int64_table, 0, sizeof int_cases / sizeof int_cases[0]);
     tcase_add_test(tc, parse_hostport_accepts_v4_v6_names);
     tcase_add_test(tc, parse_hostport_refuses_bad_forms);
