@@ -159,4 +159,10 @@ bool fg_auth_req_can(const fg_req_t *req, const char *project, fg_perm_t perm);
  * already computed); the next calls wait instead. */
 void fg_auth_charge_items(fg_req_t *req, size_t nitems);
 
+/* Writes the audit line of a stream session (pod logs, exec) when it ends: the call's fields
+ * (principal, project, route, target; status is the answer's) and the members of session
+ * (borrowed: cluster, bytes, start, end...). FG_OK, or FG_EIO (counted; the session is over, so
+ * nothing is refused). From the stream's end callback, while req is valid. */
+int fg_auth_audit_session(const fg_req_t *req, unsigned status, const json_t *session);
+
 #endif

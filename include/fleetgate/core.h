@@ -31,6 +31,7 @@ enum {
     FG_ETOOBIG = -4,  /* a bound was hit (buffer, body, depth) */
     FG_EIO = -5,      /* a system call or a peer failed */
     FG_ETIMEOUT = -6, /* a deadline passed */
+    FG_EAGAIN = -7,   /* not now: nothing was taken, try again later (backpressure) */
 };
 
 /* ---- memory ------------------------------------------------------------ */

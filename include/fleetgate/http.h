@@ -86,6 +86,8 @@ typedef enum {
     FG_PROBLEM_AUDIT_UNAVAILABLE,
     FG_PROBLEM_REDIS_UNAVAILABLE,
     FG_PROBLEM_CONFLICT,
+    FG_PROBLEM_UPSTREAM_ERROR,   /* 502: a member cluster answered an error or garbage */
+    FG_PROBLEM_UPSTREAM_TIMEOUT, /* 504: a member cluster did not answer in time */
     FG_PROBLEM__COUNT
 } fg_problem_t;
 
@@ -171,6 +173,8 @@ const char *fg_req_query(const fg_req_t *req, const char *name);
 const char *fg_req_header(const fg_req_t *req, const char *name);
 /* The parsed body of a FG_BODY_JSON route. Borrowed: the request owns it. */
 json_t *fg_req_json(const fg_req_t *req);
+/* The status of the reply sent (0 before one is). */
+unsigned fg_req_status(const fg_req_t *req);
 /* The matched route (NULL when none matched). */
 const fg_route_t *fg_req_route(const fg_req_t *req);
 void *fg_req_gate_ctx(const fg_req_t *req);
@@ -200,6 +204,43 @@ int fg_reply_problem(fg_req_t *req, fg_problem_t kind, const char *detail_fmt, .
  * replace. Steals the reference to ext; NULL adds none. */
 int fg_reply_problem_ext(fg_req_t *req, fg_problem_t kind, json_t *ext, const char *detail_fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* ---- streamed replies: answers that outlive their handler -------------- */
+
+/* A request handed over to a long-lived stream (stream/): the connection sleeps (suspended, no
+ * worker thread held) whenever the stream has nothing for it, and fg_http_stream_wake brings it
+ * back. Two references: http's (dropped when the request completes) and the owner's
+ * (fg_http_stream_release). */
+typedef struct fg_http_stream fg_http_stream_t;
+
+#define FG_HTTP_STREAM_EOF   (-1) /* read: the body is complete */
+#define FG_HTTP_STREAM_ABORT (-2) /* read: cut the connection (the body is incomplete) */
+
+typedef struct {
+    /* On a worker thread, when a parked request that has not replied is woken: replies once
+     * (fg_reply_stream, or any fg_reply_* such as a problem). */
+    int (*resume)(fg_req_t *req, void *ud);
+    /* On a worker thread, one call at a time, after fg_reply_stream: copies at most max body
+     * bytes into buf and returns how many; 0 when it has none now (the connection sleeps until
+     * the next wake); FG_HTTP_STREAM_EOF or FG_HTTP_STREAM_ABORT. */
+    long (*read)(void *ud, char *buf, size_t max);
+    /* Once, when the request completes (client_gone: it ended before the answer did). req is
+     * still valid during the call (for an audit line); no op is called after it. */
+    void (*closed)(fg_req_t *req, void *ud, bool client_gone);
+    void *ud;
+} fg_http_stream_ops_t;
+
+/* Parks req (from its handler, which then returns FG_OK without replying): ops (copied) take it
+ * from here. *out is the owner's reference. FG_OK, or FG_EINVAL when req already replied. */
+int fg_req_park(fg_req_t *req, const fg_http_stream_ops_t *ops, fg_http_stream_t **out);
+/* From ops.resume: answers status with a chunked body pulled through ops.read. */
+int fg_reply_stream(fg_req_t *req, unsigned status, const char *content_type);
+/* Thread-safe: makes a sleeping connection call ops.resume or ops.read again; a no-op once the
+ * request completed. */
+void fg_http_stream_wake(fg_http_stream_t *s);
+/* The client's socket (to watch for its hang-up; never read or write it), or -1. */
+int fg_http_stream_fd(const fg_http_stream_t *s);
+void fg_http_stream_release(fg_http_stream_t *s);
 
 /* ---- request ids ------------------------------------------------------- */
 

@@ -234,6 +234,22 @@ typedef void (*fg_kube_get_done_cb)(void *ud, fg_kube_watch_t *req, int rc, char
                                     const fg_kube_error_t *err);
 int fg_kube_get_new(fg_kube_watch_t **out, fg_kube_client_t *c, const char *path,
                     fg_kube_get_done_cb on_done, void *ud);
+/* A raw byte stream in a loop (pod logs): on_data gets the body of a 2xx answer as it arrives,
+ * first once with len 0 when the headers are in (so the caller can answer before any byte),
+ * then with the bytes. on_data returns FG_OK when it took all len bytes, FG_EAGAIN to take none
+ * now: the transfer pauses (nothing more is read from the cluster, whose TCP window then fills)
+ * until fg_kube_stream_resume offers them again; anything else stops it. on_done as a watch's:
+ * FG_OK when the cluster ended the body, else the failure with err (a non-2xx answer's Status:
+ * its bytes never reach on_data). Freed with fg_kube_watch_free. FG_OK with *out, or
+ * FG_EINVAL. */
+typedef int (*fg_kube_data_cb)(void *ud, const char *data, size_t len);
+int fg_kube_stream_new(fg_kube_watch_t **out, fg_kube_client_t *c, const char *path,
+                       fg_kube_data_cb on_data, fg_kube_watch_done_cb on_done, void *ud);
+/* Unpauses a stream paused by on_data's FG_EAGAIN. From the loop's thread, between runs. */
+void fg_kube_stream_resume(fg_kube_watch_t *w);
+/* fg_kube_loop_run that also returns when extra_fd (an epoll or event fd of the caller's own
+ * loop; -1: none) is readable. */
+int fg_kube_loop_run_fd(fg_kube_loop_t *loop, int timeout_ms, int extra_fd, int *running);
 /* The last resourceVersion the watch delivered (an event's or a bookmark's), or NULL. The
  * string belongs to the watch. */
 const char *fg_kube_watch_last_rv(const fg_kube_watch_t *w);

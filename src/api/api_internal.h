@@ -20,6 +20,7 @@ struct fg_api {
     size_t docs_len;
     struct fg_redis *redis;             /* the read APIs' pool (reads.h); owned */
     struct fg_redis_mirror *pod_mirror; /* local copies of pods for GET; owned; NULL: off */
+    struct fg_streams *streams;         /* the stream loop (logs, exec); borrowed; NULL: none */
 };
 
 /* The readiness checks, in the order /readyz reports them. */
@@ -48,5 +49,8 @@ int fg_api_list_projects(fg_req_t *req);
 int fg_api_get_project(fg_req_t *req);
 int fg_api_list_clusters(fg_req_t *req);
 int fg_api_get_cluster(fg_req_t *req);
+
+/* Debug: a pod's log streamed from its cluster (src/api/logs.c). */
+int fg_api_get_pod_logs(fg_req_t *req);
 
 #endif

@@ -13,6 +13,8 @@
 #define READ(p, h)        GET(p, h, FG_PERM_READ, FG_RATE_READ)
 #define LIST(p, h)        GET(p, h, FG_PERM_READ, FG_RATE_LIST)
 #define ANY_READ(p, h, r) GET(p, h, FG_PERM_AUTHENTICATED, r)
+/* Long-lived streams: each holds one of the caller's stream slots while open. */
+#define STREAM(p, h, perm_) GET(p, h, perm_, FG_RATE_STREAM)
 
 static const fg_route_t routes[] = {
     META("/healthz", fg_api_healthz),
@@ -27,6 +29,7 @@ static const fg_route_t routes[] = {
     READ("/v1/projects/{project}/apps/{app}", fg_api_get_app),
     LIST("/v1/projects/{project}/pods", fg_api_list_pods),
     READ("/v1/projects/{project}/pods/{pod}", fg_api_get_pod),
+    STREAM("/v1/projects/{project}/pods/{pod}/logs", fg_api_get_pod_logs, FG_PERM_LOGS),
     LIST("/v1/projects/{project}/jobsets", fg_api_list_jobsets),
     READ("/v1/projects/{project}/jobsets/{jobset}", fg_api_get_jobset),
     LIST("/v1/projects/{project}/cronjobs", fg_api_list_cronjobs),

@@ -456,3 +456,17 @@ void fg_auth_charge_items(fg_req_t *req, size_t nitems) {
     res.allowed = true; /* this answer is already computed: the next calls wait */
     st->rate = res;
 }
+
+int fg_auth_audit_session(const fg_req_t *req, unsigned status, const json_t *session) {
+    const reqstate_t *st = fg_req_gate_state(req);
+    if (st == NULL)
+        return FG_OK;
+    json_t *line = audit_line(req, st, status);
+    json_object_set_new(line, "verb", json_string("session"));
+    json_object_set(line, "session", (json_t *)(uintptr_t)session);
+    int rc = fg_audit_write(st->auth->audit, line);
+    json_decref(line);
+    if (rc != FG_OK)
+        fg_metric_add(st->auth->m_audit_fail, NULL, 1);
+    return rc;
+}

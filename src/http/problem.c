@@ -38,6 +38,10 @@ static const problem_row_t problems[FG_PROBLEM__COUNT] = {
     [FG_PROBLEM_REDIS_UNAVAILABLE] = {503, "urn:fleetgate:problem:redis-unavailable",
                                       "The cache is unavailable"},
     [FG_PROBLEM_CONFLICT] = {409, "urn:fleetgate:problem:conflict", "Conflict"},
+    [FG_PROBLEM_UPSTREAM_ERROR] = {502, "urn:fleetgate:problem:upstream-error",
+                                   "A member cluster failed"},
+    [FG_PROBLEM_UPSTREAM_TIMEOUT] = {504, "urn:fleetgate:problem:upstream-timeout",
+                                     "A member cluster did not answer in time"},
 };
 
 unsigned fg_problem_status(fg_problem_t kind) {

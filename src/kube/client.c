@@ -469,7 +469,9 @@ struct fg_kube_watch {
     char errbuf[CURL_ERROR_SIZE];
     fg_kube_get_done_cb on_answer; /* get mode: set, and on_event/on_done are unused */
     void *answer_ud;
-    answer_t answer; /* get mode: the buffered body */
+    answer_t answer;         /* get mode: the buffered body */
+    fg_kube_data_cb on_data; /* stream mode: set, and the parser is unused */
+    bool headers_told;       /* stream mode: on_data had its len-0 call */
 };
 
 int fg_kube_loop_new(fg_kube_loop_t **out) {
@@ -519,6 +521,39 @@ static int watch_event(void *ud, const fg_kube_event_t *ev) {
     return w->opts.on_event(w->opts.ud, ev);
 }
 
+static size_t stream_body(fg_kube_watch_t *w, const char *data, size_t len) {
+    int rc = w->on_data(w->opts.ud, data, len);
+    if (rc == FG_OK)
+        return len;
+    if (rc == FG_EAGAIN)
+        return CURL_WRITEFUNC_PAUSE; /* curl keeps the bytes and offers them again */
+    w->stop_rc = rc;
+    return 0;
+}
+
+/* Stream mode: the blank line that ends a final (non-1xx) header block tells on_data that the
+ * answer is a 2xx, before any body byte. */
+static size_t stream_header(char *data, size_t size, size_t n, void *ud) {
+    fg_kube_watch_t *w = ud;
+    size_t len = size * n;
+    if (w->headers_told || !(len <= 2 && (len == 0 || data[0] == '\r' || data[0] == '\n')))
+        return len;
+    long code = 0;
+    curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &code);
+    if (code < 200)
+        return len; /* 100 Continue and the like: the real answer follows */
+    w->headers_told = true;
+    w->http_code = code;
+    if (code > 299)
+        return len;
+    int rc = w->on_data(w->opts.ud, "", 0);
+    if (rc != FG_OK) {
+        w->stop_rc = rc;
+        return 0;
+    }
+    return len;
+}
+
 static size_t watch_body(char *data, size_t size, size_t n, void *ud) {
     fg_kube_watch_t *w = ud;
     size_t len = size * n;
@@ -530,6 +565,8 @@ static size_t watch_body(char *data, size_t size, size_t n, void *ud) {
         fg_buf_append(&w->errbody, data, len); /* past the bound, the rest is dropped */
         return len;
     }
+    if (w->on_data != NULL)
+        return stream_body(w, data, len);
     int rc = fg_kube_watch_parser_feed(w->parser, data, len);
     if (rc != FG_OK) {
         w->stop_rc = rc;
@@ -563,6 +600,35 @@ int fg_kube_watch_new(fg_kube_watch_t **out, fg_kube_client_t *c, const char *pa
     }
     *out = w;
     return FG_OK;
+}
+
+int fg_kube_stream_new(fg_kube_watch_t **out, fg_kube_client_t *c, const char *path,
+                       fg_kube_data_cb on_data, fg_kube_watch_done_cb on_done, void *ud) {
+    if (c == NULL || on_data == NULL || on_done == NULL || !path_ok(path))
+        return FG_EINVAL;
+    fg_kube_watch_t *w = fg_xcalloc(1, sizeof *w);
+    w->client = c;
+    w->on_data = on_data;
+    w->opts.on_done = on_done;
+    w->opts.ud = ud;
+    w->url = fg_xasprintf("%s%s", c->base_url, path);
+    fg_buf_init(&w->errbody, MAX_ERROR_BODY);
+    w->easy = curl_easy_init();
+    if (w->easy == NULL)
+        abort(); /* out of memory */
+    setup_easy(c, w->easy, w->url, c->hdr_get, w->errbuf);
+    curl_easy_setopt(w->easy, CURLOPT_PRIVATE, w);
+    curl_easy_setopt(w->easy, CURLOPT_WRITEFUNCTION, watch_body);
+    curl_easy_setopt(w->easy, CURLOPT_WRITEDATA, w);
+    curl_easy_setopt(w->easy, CURLOPT_HEADERFUNCTION, stream_header);
+    curl_easy_setopt(w->easy, CURLOPT_HEADERDATA, w);
+    curl_easy_setopt(w->easy, CURLOPT_TIMEOUT_MS, 0L);
+    *out = w;
+    return FG_OK;
+}
+
+void fg_kube_stream_resume(fg_kube_watch_t *w) {
+    curl_easy_pause(w->easy, CURLPAUSE_CONT);
 }
 
 int fg_kube_get_new(fg_kube_watch_t **out, fg_kube_client_t *c, const char *path,
@@ -654,6 +720,10 @@ static int get_outcome(fg_kube_watch_t *w, CURLcode res, fg_kube_error_t *err) {
 /* The outcome of a finished watch transfer. */
 static int watch_outcome(fg_kube_watch_t *w, CURLcode res, fg_kube_error_t *err) {
     fg_kube_error_clear(err);
+    if (w->stop_rc != FG_OK && w->on_data != NULL) {
+        set_err(err, FG_KUBE_REASON_TRANSPORT, "the stream was stopped by its reader");
+        return w->stop_rc;
+    }
     if (w->stop_rc != FG_OK) {
         *err = *fg_kube_watch_parser_error(w->parser);
         return w->stop_rc;
@@ -669,6 +739,8 @@ static int watch_outcome(fg_kube_watch_t *w, CURLcode res, fg_kube_error_t *err)
         fg_kube_error_from_body(w->http_code, w->errbody.data, w->errbody.len, err);
         return FG_ERR;
     }
+    if (w->on_data != NULL)
+        return FG_OK;
     int rc = fg_kube_watch_parser_finish(w->parser);
     if (rc != FG_OK)
         *err = *fg_kube_watch_parser_error(w->parser);
@@ -676,11 +748,17 @@ static int watch_outcome(fg_kube_watch_t *w, CURLcode res, fg_kube_error_t *err)
 }
 
 int fg_kube_loop_run(fg_kube_loop_t *loop, int timeout_ms, int *running) {
+    return fg_kube_loop_run_fd(loop, timeout_ms, -1, running);
+}
+
+int fg_kube_loop_run_fd(fg_kube_loop_t *loop, int timeout_ms, int extra_fd, int *running) {
     int n = 0;
+    struct curl_waitfd extra = {.fd = extra_fd, .events = CURL_WAIT_POLLIN};
     /* Wait first, then move bytes: the callbacks run last, so what they hand the caller (events
      * to write out) is dealt with as soon as this returns, not after another wait. A transfer
      * added since the last call has a zero timeout, so the wait does not delay its start. */
-    if (curl_multi_poll(loop->multi, NULL, 0, timeout_ms, NULL) != CURLM_OK ||
+    if (curl_multi_poll(loop->multi, extra_fd >= 0 ? &extra : NULL, extra_fd >= 0 ? 1 : 0,
+                        timeout_ms, NULL) != CURLM_OK ||
         curl_multi_perform(loop->multi, &n) != CURLM_OK)
         return FG_EIO;
     CURLMsg *msg;

@@ -1,0 +1,63 @@
+/* stream: long-lived streams in their own event loop, never pinning an HTTP worker thread.
+ *
+ * A stream is an upstream source, a downstream sink and limits. The sink is a parked request
+ * (http.h, fg_req_park): its connection sleeps whenever the stream has nothing for it. The
+ * source runs on the stream loop's thread: today a byte stream from a member cluster (pod logs,
+ * kube.h's fg_kube_stream_new); the insights change stream adds a Redis source to the same loop.
+ * Between them is one bounded buffer per stream: when it is full the source is paused (the
+ * cluster's TCP window fills, nothing grows here), and a client that reads nothing for
+ * stall_timeout_s while it is full is dropped. A client that hangs up (its socket, watched with
+ * epoll) stops the source at once. fg_streams_drain (SIGTERM) ends every stream cleanly.
+ *
+ * A request thread only authenticates, authorizes (the gate holds the route's `stream` slot for
+ * the request's lifetime, which is the stream's) and hands the request over with
+ * fg_stream_start_kube.
+ */
+#ifndef FLEETGATE_STREAM_H
+#define FLEETGATE_STREAM_H
+
+#include "fleetgate/core.h"
+#include "fleetgate/http.h"
+
+typedef struct fg_streams fg_streams_t;
+
+typedef struct {
+    size_t buffer_bytes; /* per stream, between the source and the client (0: 64 KiB) */
+    int stall_timeout_s; /* a client reading nothing this long while the buffer is full is
+                            dropped (0: 30 s) */
+} fg_stream_limits_t;
+
+/* What one stream did, for its audit line. */
+typedef struct {
+    const char *cluster;
+    uint64_t bytes_in;  /* from the source */
+    uint64_t bytes_out; /* handed to the client's connection */
+    int64_t start_ms, end_ms;
+    const char *end; /* "eof", "client-gone", "stalled", "upstream-error", "drain" */
+} fg_stream_stats_t;
+
+/* Called once when the stream's request completes, on an HTTP worker thread, with req still
+ * valid (for an audit line). */
+typedef void (*fg_stream_end_fn)(fg_req_t *req, const fg_stream_stats_t *st, void *ud);
+
+/* Starts the stream loop's thread and one Kubernetes client per configured cluster (cfg is
+ * borrowed and must outlive the result; limits may be NULL). FG_OK with *out, FG_EINVAL when a
+ * cluster's client cannot be made (logged), FG_EIO when the loop cannot start. */
+int fg_streams_new(fg_streams_t **out, const fg_config_t *cfg, const fg_stream_limits_t *limits);
+/* Ends every open stream cleanly (the body ends; sources stop). Thread-safe. */
+void fg_streams_drain(fg_streams_t *ss);
+/* Stops the loop and frees everything. Call after the HTTP server is freed. NULL is fine. */
+void fg_streams_free(fg_streams_t *ss);
+/* Streams open now. */
+unsigned fg_streams_open(const fg_streams_t *ss);
+
+/* Hands req (from its handler) over to a stream whose source is GET path on the named cluster:
+ * a 2xx answer is relayed as `200 content_type` with a chunked body; an error before the first
+ * byte becomes a problem (the cluster's 404 a 404, its 400 a 422 naming `container`, other
+ * answers 502, a timeout 504). on_end (may be NULL) gets the stats. Returns FG_OK when the
+ * request is parked (the handler returns FG_OK without replying), or FG_ENOENT (no such
+ * cluster) / FG_ERR having replied with the problem. */
+int fg_stream_start_kube(fg_streams_t *ss, fg_req_t *req, const char *cluster, const char *path,
+                         const char *content_type, fg_stream_end_fn on_end, void *ud);
+
+#endif

@@ -1,0 +1,131 @@
+/* api/logs.c: GET /v1/projects/{project}/pods/{pod}/logs. The pod's cluster is found in the
+ * cache (no upstream GET), the parameters are checked against the contract and passed to the
+ * cluster's log subresource, and the request is handed to the stream loop (stream.h), which
+ * relays the text chunked. One audit line per session when it ends. */
+#include "fleetgate/auth.h"
+#include "fleetgate/stream.h"
+#include "reads.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define LOG_PATH_MAX 1024
+
+/* A boolean query flag: absent is false; "true"/"false" (any case) otherwise, else 422. */
+static bool flag_or_reply(fg_req_t *req, const char *name, bool *out) {
+    const char *v = fg_req_query(req, name);
+    *out = false;
+    if (v == NULL || strcasecmp(v, "false") == 0)
+        return true;
+    if (strcasecmp(v, "true") == 0) {
+        *out = true;
+        return true;
+    }
+    rd_reply_invalid_param(req, name, "must be true or false (got \"%.32s\")", v);
+    return false;
+}
+
+/* An optional integer in [min, max]; *out is -1 when absent. */
+static bool int_or_reply(fg_req_t *req, const char *name, int64_t min, int64_t max, int64_t *out) {
+    const char *v = fg_req_query(req, name);
+    *out = -1;
+    if (v == NULL)
+        return true;
+    if (fg_parse_int64(v, strlen(v), min, max, out) == FG_OK)
+        return true;
+    rd_reply_invalid_param(req, name, "must be an integer from %lld to %lld (got \"%.32s\")",
+                           (long long)min, (long long)max, v);
+    return false;
+}
+
+/* The query of the cluster's log subresource from the request's (all checked: 422 otherwise).
+ */
+static bool log_query_or_reply(fg_req_t *req, char *out, size_t outlen) {
+    const char *container;
+    bool follow, timestamps, previous;
+    int64_t tail, since, limit;
+    if (!rd_label_param_or_reply(req, "container", &container) ||
+        !flag_or_reply(req, "follow", &follow) || !flag_or_reply(req, "timestamps", &timestamps) ||
+        !flag_or_reply(req, "previous", &previous) ||
+        !int_or_reply(req, "tailLines", 1, 100000, &tail) ||
+        !int_or_reply(req, "sinceSeconds", 1, 2592000, &since) ||
+        !int_or_reply(req, "limitBytes", 1, 67108864, &limit))
+        return false;
+    size_t n = 0;
+    n += (size_t)snprintf(out + n, outlen - n, "?follow=%s&timestamps=%s&previous=%s",
+                          follow ? "true" : "false", timestamps ? "true" : "false",
+                          previous ? "true" : "false");
+    if (container && n < outlen)
+        n += (size_t)snprintf(out + n, outlen - n, "&container=%s", container);
+    if (tail > 0 && n < outlen)
+        n += (size_t)snprintf(out + n, outlen - n, "&tailLines=%lld", (long long)tail);
+    if (since > 0 && n < outlen)
+        n += (size_t)snprintf(out + n, outlen - n, "&sinceSeconds=%lld", (long long)since);
+    if (limit > 0 && n < outlen)
+        snprintf(out + n, outlen - n, "&limitBytes=%lld", (long long)limit);
+    return true;
+}
+
+/* The one cluster the pod is in (after ?cluster=): 404 when none, 409 when several. */
+static bool pod_cluster_or_reply(fg_req_t *req, const char *project, const char *pod, char *cluster,
+                                 size_t len) {
+    const char *only;
+    char *raws[RD_MAX_CLUSTERS];
+    size_t lens[RD_MAX_CLUSTERS], found, at = 0;
+    rd_ctx_t c;
+    if (!rd_label_param_or_reply(req, "cluster", &only) ||
+        !rd_get_raw_or_reply(&c, req, "pod", project, pod, only, raws, lens, &found))
+        return false;
+    for (size_t i = 0; i < c.nparts; i++) {
+        if (raws[i])
+            at = i;
+        free(raws[i]);
+    }
+    if (found == 0)
+        fg_reply_problem(req, FG_PROBLEM_NOT_FOUND, "no pod %s in project %s%s%s", pod, project,
+                         only ? " in cluster " : "", only ? only : "");
+    else if (found > 1)
+        fg_reply_problem(req, FG_PROBLEM_CONFLICT,
+                         "pod %s exists in several clusters: name one with ?cluster=", pod);
+    else
+        snprintf(cluster, len, "%s", c.parts[at].conf->name);
+    return found == 1;
+}
+
+/* The session's audit line (a stream that never answered 200 was audited, if at all, by the
+ * gate's seal). */
+static void log_session_end(fg_req_t *req, const fg_stream_stats_t *st, void *ud) {
+    (void)ud;
+    unsigned status = fg_req_status(req);
+    if (status != 200)
+        return;
+    char start[40], end[40];
+    fg_format_time_ms(st->start_ms, start, sizeof start);
+    fg_format_time_ms(st->end_ms, end, sizeof end);
+    json_t *session = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:s}", "kind", "logs", "cluster",
+                                st->cluster, "pod", fg_req_param(req, "pod"), "start", start, "end",
+                                end, "bytesIn", (json_int_t)st->bytes_in, "bytesOut",
+                                (json_int_t)st->bytes_out, "endedBy", st->end);
+    const char *container = fg_req_query(req, "container");
+    if (container)
+        json_object_set_new(session, "container", json_string(container));
+    fg_auth_audit_session(req, status, session);
+    json_decref(session);
+}
+
+int fg_api_get_pod_logs(fg_req_t *req) {
+    fg_api_t *api = fg_req_app(req);
+    const char *project = fg_req_param(req, "project"), *pod = fg_req_param(req, "pod");
+    char cluster[64], query[LOG_PATH_MAX / 2], path[LOG_PATH_MAX];
+    if (!log_query_or_reply(req, query, sizeof query) ||
+        !pod_cluster_or_reply(req, project, pod, cluster, sizeof cluster))
+        return FG_OK;
+    if (api->streams == NULL)
+        return fg_reply_problem(req, FG_PROBLEM_NOT_READY, "streams are not running here");
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/log%s", project, pod, query);
+    fg_stream_start_kube(api->streams, req, cluster, path, "text/plain; charset=utf-8",
+                         log_session_end, NULL);
+    return FG_OK;
+}
