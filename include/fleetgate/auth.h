@@ -164,5 +164,11 @@ void fg_auth_charge_items(fg_req_t *req, size_t nitems);
  * (borrowed: cluster, bytes, start, end...). FG_OK, or FG_EIO (counted; the session is over, so
  * nothing is refused). From the stream's end callback, while req is valid. */
 int fg_auth_audit_session(const fg_req_t *req, unsigned status, const json_t *session);
+/* Renews the stream slot the gate took for req (a `stream` route), so a stream that lives
+ * longer than rate_limits.stream_lease_s keeps counting. FG_OK (also when req holds none), or
+ * what fg_ratelimit_stream_renew returns. Call it while req is valid, from any one thread. */
+int fg_auth_renew_stream(const fg_req_t *req);
+/* How often a stream should renew: a third of the lease, in seconds (at least 1). */
+int fg_auth_stream_renew_s(const fg_req_t *req);
 
 #endif

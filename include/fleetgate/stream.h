@@ -39,6 +39,18 @@ typedef struct {
 /* Called once when the stream's request completes, on an HTTP worker thread, with req still
  * valid (for an audit line). */
 typedef void (*fg_stream_end_fn)(fg_req_t *req, const fg_stream_stats_t *st, void *ud);
+/* Called every renew_s seconds on the stream loop's thread while req is valid (never at the
+ * same time as the end callback): keeps the request's stream slot (rate limit) alive. */
+typedef void (*fg_stream_renew_fn)(const fg_req_t *req);
+
+/* What a stream's request asks of the loop besides its bytes. */
+typedef struct {
+    const char *content_type; /* of the 200 answer */
+    fg_stream_end_fn on_end;  /* may be NULL */
+    void *end_ud;
+    fg_stream_renew_fn renew; /* may be NULL */
+    int renew_s;
+} fg_stream_opts_t;
 
 /* Starts the stream loop's thread and one Kubernetes client per configured cluster (cfg is
  * borrowed and must outlive the result; limits may be NULL). FG_OK with *out, FG_EINVAL when a
@@ -52,12 +64,13 @@ void fg_streams_free(fg_streams_t *ss);
 unsigned fg_streams_open(const fg_streams_t *ss);
 
 /* Hands req (from its handler) over to a stream whose source is GET path on the named cluster:
- * a 2xx answer is relayed as `200 content_type` with a chunked body; an error before the first
- * byte becomes a problem (the cluster's 404 a 404, its 400 a 422 naming `container`, other
- * answers 502, a timeout 504). on_end (may be NULL) gets the stats. Returns FG_OK when the
+ * a 2xx answer is relayed as `200 opts->content_type` with a chunked body; an error before the
+ * first byte becomes a problem (the cluster's 404 a 404, its 400 a 422 naming `container`, other
+ * answers 502, a timeout 504). opts (copied) say
+ * what else the request needs. Returns FG_OK when the
  * request is parked (the handler returns FG_OK without replying), or FG_ENOENT (no such
  * cluster) / FG_ERR having replied with the problem. */
 int fg_stream_start_kube(fg_streams_t *ss, fg_req_t *req, const char *cluster, const char *path,
-                         const char *content_type, fg_stream_end_fn on_end, void *ud);
+                         const fg_stream_opts_t *opts);
 
 #endif

@@ -115,6 +115,11 @@ static void log_session_end(fg_req_t *req, const fg_stream_stats_t *st, void *ud
     json_decref(session);
 }
 
+static void renew_slot(const fg_req_t *req) {
+    if (fg_auth_renew_stream(req) != FG_OK)
+        FG_LOG(FG_LOG_WARN, fg_req_id(req), "the stream slot could not be renewed");
+}
+
 int fg_api_get_pod_logs(fg_req_t *req) {
     fg_api_t *api = fg_req_app(req);
     const char *project = fg_req_param(req, "project"), *pod = fg_req_param(req, "pod");
@@ -125,7 +130,10 @@ int fg_api_get_pod_logs(fg_req_t *req) {
     if (api->streams == NULL)
         return fg_reply_problem(req, FG_PROBLEM_NOT_READY, "streams are not running here");
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/log%s", project, pod, query);
-    fg_stream_start_kube(api->streams, req, cluster, path, "text/plain; charset=utf-8",
-                         log_session_end, NULL);
+    fg_stream_opts_t opts = {.content_type = "text/plain; charset=utf-8",
+                             .on_end = log_session_end,
+                             .renew = renew_slot,
+                             .renew_s = fg_auth_stream_renew_s(req)};
+    fg_stream_start_kube(api->streams, req, cluster, path, &opts);
     return FG_OK;
 }

@@ -470,3 +470,16 @@ int fg_auth_audit_session(const fg_req_t *req, unsigned status, const json_t *se
         fg_metric_add(st->auth->m_audit_fail, NULL, 1);
     return rc;
 }
+
+int fg_auth_renew_stream(const fg_req_t *req) {
+    const reqstate_t *st = fg_req_gate_state(req);
+    if (st == NULL || st->lease == NULL)
+        return FG_OK;
+    return fg_ratelimit_stream_renew(st->auth->rl, st->lease);
+}
+
+int fg_auth_stream_renew_s(const fg_req_t *req) {
+    const reqstate_t *st = fg_req_gate_state(req);
+    int64_t s = st ? st->auth->conf->rate.stream_lease_s / 3 : 20;
+    return s < 1 ? 1 : (int)s;
+}

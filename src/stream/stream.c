@@ -43,8 +43,8 @@ struct stream {
     /* set before the stream is handed to the loop, read-only after */
     fg_kube_client_t *client;
     char *path, *cluster, *content_type;
-    fg_stream_end_fn on_end;
-    void *end_ud;
+    fg_stream_opts_t opts; /* content_type points at the copy above */
+    fg_req_t *req;         /* valid while !req_done */
     fg_http_stream_t *http;
     int fd;
     int64_t start_ms;
@@ -62,7 +62,9 @@ struct stream {
     bool unpause_queued;
     uint64_t last_read_ns, bytes_in, bytes_out;
     const char *end;
+    bool req_done; /* the request completed: req is gone */
     /* loop thread only */
+    uint64_t next_renew_ns;
     fg_kube_watch_t *up;
     stream_t *prev, *next;
 };
@@ -163,6 +165,7 @@ static void sink_closed(fg_req_t *req, void *ud, bool client_gone) {
     if (st->fd >= 0)
         epoll_ctl(st->ss->epfd, EPOLL_CTL_DEL, st->fd, NULL); /* before MHD closes the fd */
     pthread_mutex_lock(&st->mu);
+    st->req_done = true; /* the loop renews no more (it renews under mu) */
     if (st->end == NULL)
         st->end = client_gone ? "client-gone" : "eof";
     fg_stream_stats_t stats = {
@@ -174,8 +177,8 @@ static void sink_closed(fg_req_t *req, void *ud, bool client_gone) {
         .end = st->end,
     };
     pthread_mutex_unlock(&st->mu);
-    if (st->on_end)
-        st->on_end(req, &stats, st->end_ud);
+    if (st->opts.on_end)
+        st->opts.on_end(req, &stats, st->opts.end_ud);
     post(st->ss, CMD_CLOSED, st);
 }
 
@@ -281,6 +284,9 @@ static void stream_free(stream_t *st) {
 }
 
 static void start(fg_streams_t *ss, stream_t *st) {
+    if (st->opts.renew_s < 1)
+        st->opts.renew_s = 20;
+    st->next_renew_ns = fg_now_ns() + (uint64_t)st->opts.renew_s * 1000000000u;
     st->next = ss->all;
     if (ss->all)
         ss->all->prev = st;
@@ -349,6 +355,21 @@ static bool run_commands(fg_streams_t *ss) {
     return go_on;
 }
 
+/* Keeps each stream's rate-limit slot alive. Under mu, so the request cannot complete (and its
+ * gate state go) meanwhile. */
+static void renew_leases(fg_streams_t *ss) {
+    uint64_t now = fg_now_ns();
+    for (stream_t *st = ss->all; st != NULL; st = st->next) {
+        if (st->opts.renew == NULL || now < st->next_renew_ns)
+            continue;
+        st->next_renew_ns = now + (uint64_t)st->opts.renew_s * 1000000000u;
+        pthread_mutex_lock(&st->mu);
+        if (!st->req_done)
+            st->opts.renew(st->req);
+        pthread_mutex_unlock(&st->mu);
+    }
+}
+
 /* Drops the clients that read nothing while their buffer stays full. */
 static void check_stalls(fg_streams_t *ss) {
     uint64_t now = fg_now_ns(), limit = (uint64_t)ss->limits.stall_timeout_s * 1000000000u;
@@ -391,6 +412,7 @@ static void *loop_main(void *arg) {
         if (fg_now_ns() - last_tick >= (uint64_t)TICK_MS * 1000000u) {
             last_tick = fg_now_ns();
             check_stalls(ss);
+            renew_leases(ss);
         }
     }
     return NULL;
@@ -483,7 +505,7 @@ void fg_streams_free(fg_streams_t *ss) {
 /* ---- handing a request over ---------------------------------------------- */
 
 int fg_stream_start_kube(fg_streams_t *ss, fg_req_t *req, const char *cluster, const char *path,
-                         const char *content_type, fg_stream_end_fn on_end, void *ud) {
+                         const fg_stream_opts_t *opts) {
     fg_kube_client_t *client = NULL;
     for (size_t i = 0; i < ss->nclients; i++)
         if (strcmp(fg_kube_client_name(ss->clients[i]), cluster) == 0)
@@ -497,9 +519,10 @@ int fg_stream_start_kube(fg_streams_t *ss, fg_req_t *req, const char *cluster, c
     st->client = client;
     st->path = fg_xstrdup(path);
     st->cluster = fg_xstrdup(cluster);
-    st->content_type = fg_xstrdup(content_type);
-    st->on_end = on_end;
-    st->end_ud = ud;
+    st->content_type = fg_xstrdup(opts->content_type);
+    st->opts = *opts;
+    st->opts.content_type = st->content_type;
+    st->req = req;
     st->start_ms = fg_wall_ms();
     st->cap = ss->limits.buffer_bytes;
     st->buf = fg_xmalloc(st->cap);

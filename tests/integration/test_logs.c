@@ -156,7 +156,7 @@ static void setup(void) {
         " \"auth\": {\"issuer\": \"https://id.test\", \"audience\": \"fleetgate\","
         "  \"keys\": [{\"kid\": \"rsa1\", \"pem_file\": \"%s\", \"algs\": [\"RS256\"]}],"
         "  \"audit_log\": \"%s/audit.log\"},"
-        " \"rate_limits\": {\"streams_per_principal\": %d}}",
+        " \"rate_limits\": {\"streams_per_principal\": %d, \"stream_lease_s\": 5}}",
         redis.url, (unsigned)ks_port, ks_dir, ks_dir, keys.rsa_pub, keys.dir, STREAMS);
     char log[160];
     snprintf(log, sizeof log, "%s/daemon.log", keys.dir);
@@ -373,6 +373,10 @@ START_TEST(streams_past_the_limit_get_429) {
         ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "%s", buf);
     }
     th_resp_t r;
+    ck_assert_int_eq(get_as("/v1/projects/shop/pods/web-1/logs", dev, &r), 429);
+    th_resp_free(&r);
+    /* past the 5 s lease the open streams still hold their slots: the loop renews them */
+    sleep_ms(6500);
     ck_assert_int_eq(get_as("/v1/projects/shop/pods/web-1/logs", dev, &r), 429);
     th_resp_free(&r);
     close(fds[0]);
