@@ -242,6 +242,50 @@ void fg_http_stream_wake(fg_http_stream_t *s);
 int fg_http_stream_fd(const fg_http_stream_t *s);
 void fg_http_stream_release(fg_http_stream_t *s);
 
+/* ---- WebSocket framing (RFC 6455) ------------------------------------- */
+
+typedef enum {
+    FG_WS_CONTINUATION = 0x0,
+    FG_WS_TEXT = 0x1,
+    FG_WS_BINARY = 0x2,
+    FG_WS_CLOSE = 0x8,
+    FG_WS_PING = 0x9,
+    FG_WS_PONG = 0xA,
+} fg_ws_opcode_t;
+
+#define FG_WS_MAX_HEADER  14  /* 2 + 8 (64-bit length) + 4 (mask) */
+#define FG_WS_MAX_CONTROL 125 /* a control frame's payload */
+
+/* One frame's header, as parsed. */
+typedef struct {
+    bool fin;
+    uint8_t opcode;
+    bool masked;
+    uint8_t mask[4];
+    uint64_t payload_len;
+    size_t header_len; /* the payload starts at data + header_len */
+} fg_ws_frame_t;
+
+/* Parses the frame at the start of data[0..len). from_client: frames a client sends must be
+ * masked, a server's must not. Returns FG_OK with *f when the whole frame (header and
+ * payload) is in data; FG_EAGAIN when more bytes are needed (f untouched); FG_EINVAL on a
+ * protocol error (reserved bits, unknown opcode, a fragmented or longer-than-125 control frame,
+ * a length not in its shortest form or with the top bit set, the wrong masking); FG_ETOOBIG
+ * when the payload is longer than max_payload. */
+int fg_ws_parse(const uint8_t *data, size_t len, bool from_client, size_t max_payload,
+                fg_ws_frame_t *f);
+/* XORs data with mask starting at payload offset `offset` (masking and unmasking alike). */
+void fg_ws_mask(uint8_t *data, size_t len, const uint8_t mask[4], uint64_t offset);
+/* Writes a frame header for a payload of payload_len into out (FG_WS_MAX_HEADER bytes) and
+ * returns its length; mask NULL makes a server's (unmasked) frame. */
+size_t fg_ws_header(uint8_t *out, bool fin, uint8_t opcode, uint64_t payload_len,
+                    const uint8_t *mask);
+/* True when key is a Sec-WebSocket-Key: the base64 of 16 bytes (24 characters, "==" last). */
+bool fg_ws_key_valid(const char *key);
+/* Sec-WebSocket-Accept for key: base64(SHA-1(key + GUID)), 28 characters and a NUL into out
+ * (at least 29 bytes). */
+void fg_ws_accept(const char *key, char *out);
+
 /* ---- request ids ------------------------------------------------------- */
 
 #define FG_REQUEST_ID_MAX 64
