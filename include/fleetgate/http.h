@@ -173,6 +173,9 @@ const char *fg_req_query(const fg_req_t *req, const char *name);
 const char *fg_req_header(const fg_req_t *req, const char *name);
 /* The parsed body of a FG_BODY_JSON route. Borrowed: the request owns it. */
 json_t *fg_req_json(const fg_req_t *req);
+/* Every value of a repeated query argument (?command=a&command=b), in order: at most max into
+ * out (borrowed from the connection); returns how many there are. */
+size_t fg_req_query_all(const fg_req_t *req, const char *name, const char **out, size_t max);
 /* The status of the reply sent (0 before one is). */
 unsigned fg_req_status(const fg_req_t *req);
 /* The matched route (NULL when none matched). */
@@ -242,6 +245,20 @@ void fg_http_stream_wake(fg_http_stream_t *s);
 int fg_http_stream_fd(const fg_http_stream_t *s);
 void fg_http_stream_release(fg_http_stream_t *s);
 
+/* ---- upgraded connections (WebSocket) --------------------------------- */
+
+typedef struct fg_http_upgraded fg_http_upgraded_t;
+/* Called on an HTTP worker once the 101 answer is sent: fd is the client's socket (non-blocking),
+ * the owner's to read and write but not to close; extra holds bytes the client sent after its
+ * request (borrowed for the call). End it with fg_http_upgraded_close. */
+typedef void (*fg_http_upgrade_fn)(void *ud, int fd, const char *extra, size_t extra_len,
+                                   fg_http_upgraded_t *u);
+/* Answers 101 Switching Protocols with `Upgrade: websocket` and the headers in hdrs (name,
+ * value, ..., NULL; copied), then hands the connection to fn. FG_OK or FG_ERR. */
+int fg_reply_upgrade(fg_req_t *req, const char *const *hdrs, fg_http_upgrade_fn fn, void *ud);
+/* Closes an upgraded connection (and frees u). */
+void fg_http_upgraded_close(fg_http_upgraded_t *u);
+
 /* ---- WebSocket framing (RFC 6455) ------------------------------------- */
 
 typedef enum {
@@ -282,6 +299,8 @@ size_t fg_ws_header(uint8_t *out, bool fin, uint8_t opcode, uint64_t payload_len
                     const uint8_t *mask);
 /* True when key is a Sec-WebSocket-Key: the base64 of 16 bytes (24 characters, "==" last). */
 bool fg_ws_key_valid(const char *key);
+/* A Sec-WebSocket-Key from 16 random bytes: 24 characters and a NUL into out (>= 25 bytes). */
+void fg_ws_key_from(const uint8_t raw[16], char *out);
 /* Sec-WebSocket-Accept for key: base64(SHA-1(key + GUID)), 28 characters and a NUL into out
  * (at least 29 bytes). */
 void fg_ws_accept(const char *key, char *out);

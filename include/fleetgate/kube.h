@@ -250,6 +250,28 @@ void fg_kube_stream_resume(fg_kube_watch_t *w);
 /* fg_kube_loop_run that also returns when extra_fd (an epoll or event fd of the caller's own
  * loop; -1: none) is readable. */
 int fg_kube_loop_run_fd(fg_kube_loop_t *loop, int timeout_ms, int extra_fd, int *running);
+/* ---- upgraded connections (exec over WebSocket) --------------------------- */
+/* A connection to a member cluster switched to WebSocket (RFC 6455) by a 101 answer: after
+ * fg_kube_upgrade, bytes go both ways unchanged (the caller frames them). Non-blocking. */
+typedef struct fg_kube_conn fg_kube_conn_t;
+/* Connects (TLS and credentials as the client's requests), sends `GET path` as a WebSocket
+ * upgrade offering the subprotocols in protocols (a Sec-WebSocket-Protocol value), and waits up
+ * to timeout_ms for the answer. FG_OK with *out and the chosen subprotocol in chosen (at least
+ * 64 bytes; the cluster's answer must be 101 with the right Sec-WebSocket-Accept and one of the
+ * offered subprotocols). Otherwise FG_ERR (the cluster answered an error: err holds its
+ * Status), FG_ETIMEOUT, FG_EIO (no or a broken answer), FG_EINVAL (bad path), err filled. Blocks
+ * the calling thread. */
+int fg_kube_upgrade(fg_kube_client_t *c, const char *path, const char *protocols, long timeout_ms,
+                    fg_kube_conn_t **out, char *chosen, fg_kube_error_t *err);
+/* The socket, to wait on (never read or write it directly: TLS is in between). */
+int fg_kube_conn_fd(const fg_kube_conn_t *k);
+/* Sends up to len bytes: FG_OK with *n (may be less than len), FG_EAGAIN, or FG_EIO. */
+int fg_kube_conn_send(fg_kube_conn_t *k, const void *data, size_t len, size_t *n);
+/* Receives up to len bytes: FG_OK with *n (0: the cluster closed), FG_EAGAIN, or FG_EIO. Bytes
+ * that came with the 101 answer are returned first. */
+int fg_kube_conn_recv(fg_kube_conn_t *k, void *buf, size_t len, size_t *n);
+void fg_kube_conn_free(fg_kube_conn_t *k);
+
 /* The last resourceVersion the watch delivered (an event's or a bookmark's), or NULL. The
  * string belongs to the watch. */
 const char *fg_kube_watch_last_rv(const fg_kube_watch_t *w);

@@ -73,4 +73,32 @@ unsigned fg_streams_open(const fg_streams_t *ss);
 int fg_stream_start_kube(fg_streams_t *ss, fg_req_t *req, const char *cluster, const char *path,
                          const fg_stream_opts_t *opts);
 
+/* ---- exec sessions (WebSocket, v5/v4 channels passed through) ----------- */
+
+typedef struct fg_exec fg_exec_t;
+
+typedef struct {
+    int idle_timeout_s; /* no frame either way for this long ends the session (0: 600) */
+    int max_session_s;  /* the longest a session lives (0: 14400) */
+    /* Called once on the loop thread when the session ends, with the audit line: base (given
+     * to fg_exec_start, stolen) plus end, exitCode, bytesIn, bytesOut, endedBy. Borrowed. */
+    void (*write_audit)(void *ud, const json_t *line);
+    void *ud;
+} fg_exec_opts_t;
+
+/* Opens the cluster's side of an exec (GET path as a WebSocket upgrade offering protocols),
+ * blocking up to 10 s. FG_OK with *out and the subprotocol the cluster chose in chosen (64
+ * bytes); otherwise it has replied the problem (the cluster's 404 a 404, 400 a 422, no answer
+ * 502/504) and returns an error. */
+int fg_exec_connect_or_reply(fg_streams_t *ss, fg_req_t *req, const char *cluster, const char *path,
+                             const char *protocols, char *chosen, fg_exec_t **out);
+/* Answers 101 (accept, protocol) and hands the session to the loop, which relays frames both
+ * ways unchanged until either side closes (then the other is closed too, within a second), the
+ * process's status arrives and the cluster closes, or a limit is hit. base is the audit line so
+ * far (stolen). FG_OK, or an error having replied (x is then freed). */
+int fg_exec_start(fg_streams_t *ss, fg_req_t *req, fg_exec_t *x, const char *accept,
+                  const char *protocol, json_t *base, const fg_exec_opts_t *opts);
+/* Exec sessions open now. */
+unsigned fg_streams_execs(const fg_streams_t *ss);
+
 #endif

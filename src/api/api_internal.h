@@ -50,7 +50,14 @@ int fg_api_get_project(fg_req_t *req);
 int fg_api_list_clusters(fg_req_t *req);
 int fg_api_get_cluster(fg_req_t *req);
 
-/* Debug: a pod's log streamed from its cluster (src/api/logs.c). */
+/* Debug: a pod's log streamed from its cluster (src/api/logs.c), exec over WebSocket
+ * (src/api/exec.c). */
 int fg_api_get_pod_logs(fg_req_t *req);
+int fg_api_exec_pod(fg_req_t *req);
+/* The one cluster pod is in (after ?cluster=) into cluster: 404 when none, 409 when several. */
+bool fg_api_pod_cluster_or_reply(fg_req_t *req, const char *project, const char *pod, char *cluster,
+                                 size_t len);
+/* A boolean query flag: absent is false; true/false (any case), else 422. */
+bool fg_api_flag_or_reply(fg_req_t *req, const char *name, bool *out);
 
 #endif

@@ -14,7 +14,7 @@
 #define LOG_PATH_MAX 1024
 
 /* A boolean query flag: absent is false; "true"/"false" (any case) otherwise, else 422. */
-static bool flag_or_reply(fg_req_t *req, const char *name, bool *out) {
+bool fg_api_flag_or_reply(fg_req_t *req, const char *name, bool *out) {
     const char *v = fg_req_query(req, name);
     *out = false;
     if (v == NULL || strcasecmp(v, "false") == 0)
@@ -47,8 +47,9 @@ static bool log_query_or_reply(fg_req_t *req, char *out, size_t outlen) {
     bool follow, timestamps, previous;
     int64_t tail, since, limit;
     if (!rd_label_param_or_reply(req, "container", &container) ||
-        !flag_or_reply(req, "follow", &follow) || !flag_or_reply(req, "timestamps", &timestamps) ||
-        !flag_or_reply(req, "previous", &previous) ||
+        !fg_api_flag_or_reply(req, "follow", &follow) ||
+        !fg_api_flag_or_reply(req, "timestamps", &timestamps) ||
+        !fg_api_flag_or_reply(req, "previous", &previous) ||
         !int_or_reply(req, "tailLines", 1, 100000, &tail) ||
         !int_or_reply(req, "sinceSeconds", 1, 2592000, &since) ||
         !int_or_reply(req, "limitBytes", 1, 67108864, &limit))
@@ -69,7 +70,7 @@ static bool log_query_or_reply(fg_req_t *req, char *out, size_t outlen) {
 }
 
 /* The one cluster the pod is in (after ?cluster=): 404 when none, 409 when several. */
-static bool pod_cluster_or_reply(fg_req_t *req, const char *project, const char *pod, char *cluster,
+bool fg_api_pod_cluster_or_reply(fg_req_t *req, const char *project, const char *pod, char *cluster,
                                  size_t len) {
     const char *only;
     char *raws[RD_MAX_CLUSTERS];
@@ -125,7 +126,7 @@ int fg_api_get_pod_logs(fg_req_t *req) {
     const char *project = fg_req_param(req, "project"), *pod = fg_req_param(req, "pod");
     char cluster[64], query[LOG_PATH_MAX / 2], path[LOG_PATH_MAX];
     if (!log_query_or_reply(req, query, sizeof query) ||
-        !pod_cluster_or_reply(req, project, pod, cluster, sizeof cluster))
+        !fg_api_pod_cluster_or_reply(req, project, pod, cluster, sizeof cluster))
         return FG_OK;
     if (api->streams == NULL)
         return fg_reply_problem(req, FG_PROBLEM_NOT_READY, "streams are not running here");

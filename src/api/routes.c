@@ -30,6 +30,7 @@ static const fg_route_t routes[] = {
     LIST("/v1/projects/{project}/pods", fg_api_list_pods),
     READ("/v1/projects/{project}/pods/{pod}", fg_api_get_pod),
     STREAM("/v1/projects/{project}/pods/{pod}/logs", fg_api_get_pod_logs, FG_PERM_LOGS),
+    STREAM("/v1/projects/{project}/pods/{pod}/exec", fg_api_exec_pod, FG_PERM_EXEC),
     LIST("/v1/projects/{project}/jobsets", fg_api_list_jobsets),
     READ("/v1/projects/{project}/jobsets/{jobset}", fg_api_get_jobset),
     LIST("/v1/projects/{project}/cronjobs", fg_api_list_cronjobs),

@@ -483,3 +483,17 @@ int fg_auth_stream_renew_s(const fg_req_t *req) {
     int64_t s = st ? st->auth->conf->rate.stream_lease_s / 3 : 20;
     return s < 1 ? 1 : (int)s;
 }
+
+json_t *fg_auth_session_line(const fg_req_t *req) {
+    const reqstate_t *st = fg_req_gate_state(req);
+    json_t *line = st ? audit_line(req, st, 101) : json_object();
+    json_object_set_new(line, "verb", json_string("session"));
+    return line;
+}
+
+int fg_auth_write_audit(fg_auth_t *a, const json_t *line) {
+    int rc = fg_audit_write(a->audit, line);
+    if (rc != FG_OK)
+        fg_metric_add(a->m_audit_fail, NULL, 1);
+    return rc;
+}

@@ -125,6 +125,30 @@ json_t *fg_req_json(const fg_req_t *req) {
     return req->json;
 }
 
+typedef struct {
+    const char *name;
+    const char **out;
+    size_t max, n;
+} query_all_t;
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value) {
+    (void)kind;
+    query_all_t *q = cls;
+    if (key != NULL && strcmp(key, q->name) == 0) {
+        if (q->n < q->max)
+            q->out[q->n] = value ? value : "";
+        q->n++;
+    }
+    return MHD_YES;
+}
+
+size_t fg_req_query_all(const fg_req_t *req, const char *name, const char **out, size_t max) {
+    query_all_t q = {.name = name, .out = out, .max = max};
+    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, collect_arg, &q);
+    return q.n;
+}
+
 unsigned fg_req_status(const fg_req_t *req) {
     return req->replied ? req->status : 0;
 }
@@ -386,6 +410,58 @@ static void stream_completed(fg_req_t *req, bool client_gone) {
     req->stream = NULL;
 }
 
+/* ---- upgraded connections ---------------------------------------------- */
+
+struct fg_http_upgraded {
+    struct MHD_UpgradeResponseHandle *urh;
+};
+
+typedef struct {
+    fg_http_upgrade_fn fn;
+    void *ud;
+} upgrade_ctx_t;
+
+static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra,
+                        size_t extra_len, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh) {
+    (void)conn, (void)con_cls;
+    upgrade_ctx_t *ctx = cls;
+    fg_http_upgraded_t *u = fg_xcalloc(1, sizeof *u);
+    u->urh = urh;
+    ctx->fn(ctx->ud, (int)sock, extra, extra_len, u);
+    free(ctx);
+}
+
+int fg_reply_upgrade(fg_req_t *req, const char *const *hdrs, fg_http_upgrade_fn fn, void *ud) {
+    if (req->replied)
+        return FG_ERR;
+    if (!run_seal(req, MHD_HTTP_SWITCHING_PROTOCOLS))
+        return reply_audit_unavailable(req);
+    upgrade_ctx_t *ctx = fg_xcalloc(1, sizeof *ctx);
+    ctx->fn = fn;
+    ctx->ud = ud;
+    struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgraded, ctx);
+    if (resp == NULL) {
+        free(ctx);
+        return FG_ERR;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "websocket");
+    MHD_add_response_header(resp, "X-Request-Id", req->id);
+    for (size_t i = 0; hdrs && hdrs[i] && hdrs[i + 1]; i += 2)
+        MHD_add_response_header(resp, hdrs[i], hdrs[i + 1]);
+    enum MHD_Result r = MHD_queue_response(req->conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+    MHD_destroy_response(resp);
+    req->replied = true;
+    req->status = MHD_HTTP_SWITCHING_PROTOCOLS;
+    return r == MHD_YES ? FG_OK : FG_ERR;
+}
+
+void fg_http_upgraded_close(fg_http_upgraded_t *u) {
+    if (u == NULL)
+        return;
+    MHD_upgrade_action(u->urh, MHD_UPGRADE_ACTION_CLOSE);
+    free(u);
+}
+
 /* ---- the request lifecycle --------------------------------------------- */
 
 static fg_req_t *admit(fg_http_server_t *srv, struct MHD_Connection *conn, const char *url,
@@ -637,7 +713,7 @@ int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
         goto out;
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG;
+                     MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     srv->mhd = MHD_start_daemon(

@@ -108,6 +108,27 @@ bool fg_ws_key_valid(const char *key) {
     return (b64_value(key[21]) & 0x0F) == 0;
 }
 
+/* Standard base64 with padding (RFC 4648 section 4). */
+static void base64(const uint8_t *in, size_t len, char *out) {
+    size_t o = 0;
+    for (size_t i = 0; i < len; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        if (i + 1 < len)
+            v |= (uint32_t)in[i + 1] << 8;
+        if (i + 2 < len)
+            v |= in[i + 2];
+        out[o++] = b64[(v >> 18) & 63];
+        out[o++] = b64[(v >> 12) & 63];
+        out[o++] = i + 1 < len ? b64[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < len ? b64[v & 63] : '=';
+    }
+    out[o] = '\0';
+}
+
+void fg_ws_key_from(const uint8_t raw[16], char *out) {
+    base64(raw, 16, out);
+}
+
 void fg_ws_accept(const char *key, char *out) {
     unsigned char md[SHA_DIGEST_LENGTH];
     char text[64 + sizeof WS_GUID];
@@ -115,17 +136,5 @@ void fg_ws_accept(const char *key, char *out) {
     memcpy(text, key, klen);
     memcpy(text + klen, WS_GUID, sizeof WS_GUID - 1);
     SHA1((const unsigned char *)text, klen + sizeof WS_GUID - 1, md);
-    size_t o = 0;
-    for (size_t i = 0; i < SHA_DIGEST_LENGTH; i += 3) {
-        uint32_t v = (uint32_t)md[i] << 16;
-        if (i + 1 < SHA_DIGEST_LENGTH)
-            v |= (uint32_t)md[i + 1] << 8;
-        if (i + 2 < SHA_DIGEST_LENGTH)
-            v |= md[i + 2];
-        out[o++] = b64[(v >> 18) & 63];
-        out[o++] = b64[(v >> 12) & 63];
-        out[o++] = i + 1 < SHA_DIGEST_LENGTH ? b64[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < SHA_DIGEST_LENGTH ? b64[v & 63] : '=';
-    }
-    out[o] = '\0';
+    base64(md, SHA_DIGEST_LENGTH, out);
 }

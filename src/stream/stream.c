@@ -9,9 +9,7 @@
  * - stream_t.mu guards the buffer and the flags both sides read (the "shared" block below).
  * A stream is freed by the loop when it handles CMD_CLOSED, the last thing http says of it.
  */
-#include "fleetgate/stream.h"
-
-#include "fleetgate/kube.h"
+#include "stream_internal.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,73 +18,17 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DEFAULT_BUFFER_BYTES (64u * 1024u)
 #define MIN_BUFFER_BYTES     (32u * 1024u) /* above curl's largest write (16 KiB) */
 #define DEFAULT_STALL_S      30
 #define TICK_MS              500
-#define MAX_CLUSTERS         64
-
-typedef struct stream stream_t;
-
-typedef enum { CMD_START, CMD_UNPAUSE, CMD_CLOSED, CMD_DRAIN, CMD_STOP } cmd_kind_t;
-
-typedef struct cmd {
-    cmd_kind_t kind;
-    stream_t *st;
-    struct cmd *next;
-} cmd_t;
-
-struct stream {
-    fg_streams_t *ss;
-    /* set before the stream is handed to the loop, read-only after */
-    fg_kube_client_t *client;
-    char *path, *cluster, *content_type;
-    fg_stream_opts_t opts; /* content_type points at the copy above */
-    fg_req_t *req;         /* valid while !req_done */
-    fg_http_stream_t *http;
-    int fd;
-    int64_t start_ms;
-    /* shared, under mu */
-    pthread_mutex_t mu;
-    char *buf;
-    size_t cap, head, len;
-    bool headers_ok; /* the source answered 2xx: the reply is 200 */
-    bool failed;     /* the source failed before the reply: problem + detail */
-    fg_problem_t problem;
-    char detail[512];
-    bool eof;       /* no more bytes will come: the body ends once the buffer is read */
-    bool abort;     /* cut the body */
-    bool up_paused; /* the source waits for room */
-    bool unpause_queued;
-    uint64_t last_read_ns, bytes_in, bytes_out;
-    const char *end;
-    bool req_done; /* the request completed: req is gone */
-    /* loop thread only */
-    uint64_t next_renew_ns;
-    fg_kube_watch_t *up;
-    stream_t *prev, *next;
-};
-
-struct fg_streams {
-    fg_stream_limits_t limits;
-    fg_kube_client_t *clients[MAX_CLUSTERS];
-    size_t nclients;
-    fg_kube_loop_t *kloop;
-    int epfd, evfd;
-    pthread_t thread;
-    bool started;
-    pthread_mutex_t mu; /* guards the command queue */
-    cmd_t *head, *tail;
-    atomic_uint open;
-    stream_t *all; /* loop thread only */
-    fg_metric_t *m_open, *m_ended;
-};
 
 /* ---- commands ------------------------------------------------------------ */
 
-static void post(fg_streams_t *ss, cmd_kind_t kind, stream_t *st) {
+void fg_stream_post(fg_streams_t *ss, cmd_kind_t kind, void *st) {
     cmd_t *c = fg_xcalloc(1, sizeof *c);
     c->kind = kind;
     c->st = st;
@@ -156,7 +98,7 @@ static long sink_read(void *ud, char *out, size_t max) {
         n = FG_HTTP_STREAM_EOF;
     pthread_mutex_unlock(&st->mu);
     if (unpause)
-        post(st->ss, CMD_UNPAUSE, st);
+        fg_stream_post(st->ss, CMD_UNPAUSE, st);
     return n;
 }
 
@@ -179,7 +121,7 @@ static void sink_closed(fg_req_t *req, void *ud, bool client_gone) {
     pthread_mutex_unlock(&st->mu);
     if (st->opts.on_end)
         st->opts.on_end(req, &stats, st->opts.end_ud);
-    post(st->ss, CMD_CLOSED, st);
+    fg_stream_post(st->ss, CMD_CLOSED, st);
 }
 
 /* ---- the source: callbacks on the loop thread ---------------------------- */
@@ -326,6 +268,9 @@ static bool run_commands(fg_streams_t *ss) {
         cmd_t *next = c->next;
         stream_t *st = c->st;
         switch (c->kind) {
+            case CMD_EXEC_START:
+                fg_exec_begin(ss, c->st);
+                break;
             case CMD_START:
                 start(ss, st);
                 break;
@@ -403,6 +348,10 @@ static void *loop_main(void *arg) {
                 go_on = run_commands(ss) && go_on;
                 continue;
             }
+            if (st->kind == EP_EXEC) {
+                fg_exec_event(ss, (fg_exec_t *)(void *)st);
+                continue;
+            }
             /* The client hung up: stop the cluster's side now, not at the next byte. */
             epoll_ctl(ss->epfd, EPOLL_CTL_DEL, st->fd, NULL);
             end_stream(st, true, "client-gone", FG_PROBLEM_BAD_REQUEST, "the client went away");
@@ -413,6 +362,7 @@ static void *loop_main(void *arg) {
             last_tick = fg_now_ns();
             check_stalls(ss);
             renew_leases(ss);
+            fg_exec_tick(ss);
         }
     }
     return NULL;
@@ -472,8 +422,15 @@ out:
 }
 
 void fg_streams_drain(fg_streams_t *ss) {
-    if (ss != NULL)
-        post(ss, CMD_DRAIN, NULL);
+    if (ss == NULL)
+        return;
+    fg_stream_post(ss, CMD_DRAIN, NULL);
+    /* Exec sessions are not requests the HTTP drain waits for: give their close frames a moment
+     * to leave before the server stops. */
+    for (int i = 0; i < 100 && atomic_load(&ss->nexecs) > 0; i++) {
+        struct timespec ts = {0, 20 * 1000000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 unsigned fg_streams_open(const fg_streams_t *ss) {
@@ -484,13 +441,14 @@ void fg_streams_free(fg_streams_t *ss) {
     if (ss == NULL)
         return;
     if (ss->started) {
-        post(ss, CMD_STOP, NULL);
+        fg_stream_post(ss, CMD_STOP, NULL);
         pthread_join(ss->thread, NULL);
     }
     /* With the server gone every request completed; what is left never heard of it. */
     run_commands(ss);
     while (ss->all != NULL)
         closed(ss, ss->all);
+    fg_exec_free_all(ss);
     fg_kube_loop_free(ss->kloop);
     for (size_t i = 0; i < ss->nclients; i++)
         fg_kube_client_free(ss->clients[i]);
@@ -504,17 +462,22 @@ void fg_streams_free(fg_streams_t *ss) {
 
 /* ---- handing a request over ---------------------------------------------- */
 
-int fg_stream_start_kube(fg_streams_t *ss, fg_req_t *req, const char *cluster, const char *path,
-                         const fg_stream_opts_t *opts) {
-    fg_kube_client_t *client = NULL;
+fg_kube_client_t *fg_stream_client(fg_streams_t *ss, const char *cluster) {
     for (size_t i = 0; i < ss->nclients; i++)
         if (strcmp(fg_kube_client_name(ss->clients[i]), cluster) == 0)
-            client = ss->clients[i];
+            return ss->clients[i];
+    return NULL;
+}
+
+int fg_stream_start_kube(fg_streams_t *ss, fg_req_t *req, const char *cluster, const char *path,
+                         const fg_stream_opts_t *opts) {
+    fg_kube_client_t *client = fg_stream_client(ss, cluster);
     if (client == NULL) {
         fg_reply_problem(req, FG_PROBLEM_NOT_FOUND, "no cluster %s is configured", cluster);
         return FG_ENOENT;
     }
     stream_t *st = fg_xcalloc(1, sizeof *st);
+    st->kind = EP_STREAM;
     st->ss = ss;
     st->client = client;
     st->path = fg_xstrdup(path);
@@ -546,6 +509,6 @@ int fg_stream_start_kube(fg_streams_t *ss, fg_req_t *req, const char *cluster, c
         st->fd = -1; /* a hang-up is then noticed at the next write */
     atomic_fetch_add(&ss->open, 1);
     fg_metric_add(ss->m_open, NULL, 1);
-    post(ss, CMD_START, st);
+    fg_stream_post(ss, CMD_START, st);
     return FG_OK;
 }

@@ -1,6 +1,8 @@
-/* Integration tests of pod logs (issue 15): the built daemon, a private redis-server whose cache
- * names the pods (tests/support/testcache.h), and kubesim serving the pods' logs. Real tokens,
- * real HTTP; answers are checked against api/openapi.yaml. */
+/* Integration tests of the streams (issue 15: src/stream/, src/api/logs.c, src/api/exec.c): the
+ * built daemon, a private redis-server whose cache names the pods (tests/support/testcache.h),
+ * and kubesim serving the pods' logs and exec. Real tokens, real HTTP; answers are checked
+ * against api/openapi.yaml. Exec is driven by Debian's python3-websocket
+ * (tests/integration/exec_client.py), a client no one here wrote. */
 #include "contract.h"
 #include "fleetgate/core.h"
 #include "fleetgate/kube.h"
@@ -11,6 +13,7 @@
 #include "testredis.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -34,7 +37,7 @@ static pid_t daemon_pid, ks_pid;
 static uint16_t port, ks_port;
 static char ks_dir[64];
 static fg_kube_client_t *kc;
-static char *dev, *other, *viewer;
+static char *dev, *other, *viewer, *op;
 
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -167,6 +170,7 @@ static void setup(void) {
     dev = token("dana", "\"projects\": {\"shop\": \"developer\"}");
     other = token("otto", "\"projects\": {\"blog\": \"operator\"}");
     viewer = token("vera", "\"projects\": {\"shop\": \"viewer\"}");
+    op = token("oona", "\"projects\": {\"shop\": \"operator\"}");
 }
 
 static void teardown(void) {
@@ -193,6 +197,7 @@ static void teardown(void) {
     free(dev);
     free(other);
     free(viewer);
+    free(op);
     ck_assert_msg(status == 0, "the daemon exited with %d:\n%s", status, text);
 }
 
@@ -403,8 +408,173 @@ START_TEST(slow_reader_keeps_memory_bounded_and_drain_ends_streams) {
 }
 END_TEST
 
+/* ---- exec ---------------------------------------------------------------------- */
+
+/* Runs exec_client.py MODE with protocol as tok; returns its exit status, its output in out. */
+static int exec_client(const char *tok, const char *protocol, const char *mode, char *out,
+                       size_t outlen) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 tests/integration/exec_client.py "
+             "ws://127.0.0.1:%u/v1/projects/shop/pods/web-1/exec '%s' %s %s 2>&1",
+             (unsigned)port, tok, protocol, mode);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(out, 1, outlen - 1, p);
+    out[n] = '\0';
+    return pclose(p);
+}
+
+/* kubesim's children running comm (the exec sessions' processes). */
+static int ks_children(const char *comm) {
+    DIR *d = opendir("/proc");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char path[300], stat[512] = "";
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = e->d_name[0] >= '1' && e->d_name[0] <= '9' ? fopen(path, "r") : NULL;
+        if (f == NULL)
+            continue;
+        stat[fread(stat, 1, sizeof stat - 1, f)] = '\0';
+        fclose(f);
+        char want[64];
+        snprintf(want, sizeof want, "(%s)", comm);
+        const char *close_paren = strrchr(stat, ')');
+        if (strstr(stat, want) == NULL || close_paren == NULL)
+            continue;
+        long ppid = strtol(close_paren + 4, NULL, 10); /* ") S PPID" */
+        n += ppid == (long)ks_pid;
+    }
+    closedir(d);
+    return n;
+}
+
+START_TEST(exec_over_v5_and_v4_with_python_websocket) {
+    setup();
+    make_pod("web-1", 1);
+    static const char *const protocols[] = {"v5.channel.k8s.io", "v4.channel.k8s.io"};
+    static const char *const modes[] = {"exit3", "stdin", "resize"};
+    char out[4096];
+    for (int p = 0; p < 2; p++)
+        for (int m = 0; m < 3; m++) {
+            int st = exec_client(op, protocols[p], modes[m], out, sizeof out);
+            ck_assert_msg(st == 0, "%s %s: %s", protocols[p], modes[m], out);
+        }
+    /* one audit line per session, with the command and the exit code */
+    sleep_ms(200);
+    char path[192], audit[1 << 16] = "";
+    snprintf(path, sizeof path, "%s/audit.log", keys.dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    audit[fread(audit, 1, sizeof audit - 1, f)] = '\0';
+    fclose(f);
+    ck_assert_int_eq(count_lines(audit, "\"kind\":\"exec\""), 6);
+    ck_assert_int_eq(count_lines(audit, "\"exitCode\":3"), 2);
+    ck_assert_ptr_nonnull(
+        strstr(audit, "\"command\":[\"sh\",\"-c\",\"echo hi; echo err >&2; exit 3\"]"));
+    ck_assert_ptr_nonnull(strstr(audit, "\"principal\":\"oona\""));
+    teardown();
+}
+END_TEST
+
+START_TEST(exec_client_gone_ends_the_cluster_session) {
+    setup();
+    make_pod("web-1", 1);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 tests/integration/exec_client.py "
+             "ws://127.0.0.1:%u/v1/projects/shop/pods/web-1/exec '%s' v5.channel.k8s.io hold",
+             (unsigned)port, op);
+    int to_child[2], from_child[2];
+    ck_assert_int_eq(pipe(to_child), 0);
+    ck_assert_int_eq(pipe(from_child), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(to_child[0], STDIN_FILENO);
+        dup2(from_child[1], STDOUT_FILENO);
+        close(to_child[1]);
+        close(from_child[0]);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    close(to_child[0]);
+    close(from_child[1]);
+    char line[64] = "";
+    ssize_t r = read(from_child[0], line, sizeof line - 1);
+    ck_assert_msg(r > 0 && strncmp(line, "open", 4) == 0, "no session: %s", line);
+    sleep_ms(200);
+    ck_assert_int_eq(ks_children("sleep"), 1);
+    ck_assert_int_eq(write(to_child[1], "\n", 1), 1);
+    int st;
+    waitpid(pid, &st, 0);
+    /* the client went without a close frame: kubesim's process ends within 1 s */
+    int waited = 0;
+    while (ks_children("sleep") > 0 && waited < 1000) {
+        sleep_ms(20);
+        waited += 20;
+    }
+    ck_assert_msg(ks_children("sleep") == 0, "the shell outlived its client by 1 s");
+    close(to_child[1]);
+    close(from_child[0]);
+    teardown();
+}
+END_TEST
+
+START_TEST(exec_handshake_checked_strictly) {
+    setup();
+    make_pod("web-1", 1);
+    static const struct {
+        const char *why;
+        const char *headers[5];
+    } cases[] = {
+        {"no upgrade", {"Sec-WebSocket-Protocol: v5.channel.k8s.io", NULL}},
+        {"version 8",
+         {"Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Version: 8",
+          "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", NULL}},
+        {"short key",
+         {"Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Version: 13",
+          "Sec-WebSocket-Key: c2hvcnQ=", NULL}},
+        {"no channel protocol",
+         {"Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Version: 13",
+          "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", NULL}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char url[256];
+        snprintf(url, sizeof url,
+                 "http://127.0.0.1:%u/v1/projects/shop/pods/web-1/exec?command=true",
+                 (unsigned)port);
+        char *auth = fg_xasprintf("Authorization: Bearer %s", op);
+        const char *h[8];
+        size_t n = 0;
+        h[n++] = auth;
+        for (size_t j = 0; cases[i].headers[j]; j++)
+            h[n++] = cases[i].headers[j];
+        h[n] = NULL;
+        th_resp_t r;
+        ck_assert_int_eq(th_request("GET", url, h, NULL, -1, 0, &r), 0);
+        free(auth);
+        ck_assert_msg(r.status == 400, "%s: %ld", cases[i].why, r.status);
+        char err[2048];
+        ck_assert_msg(contract_check_headers("GET", "/v1/projects/shop/pods/web-1/exec", r.status,
+                                             r.headers, r.body, r.len, err,
+                                             sizeof err) == CONTRACT_VALID,
+                      "%s: %s", cases[i].why, err);
+        th_resp_free(&r);
+    }
+    /* a developer may read logs but not exec; another project's operator neither */
+    char out[4096];
+    ck_assert_int_ne(exec_client(dev, "v5.channel.k8s.io", "exit3", out, sizeof out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "403"));
+    ck_assert_int_ne(exec_client(other, "v5.channel.k8s.io", "exit3", out, sizeof out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "403"));
+    teardown();
+}
+END_TEST
+
 static Suite *suite(void) {
-    Suite *s = suite_create("logs");
+    Suite *s = suite_create("stream");
     TCase *tc = tcase_create("logs");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, logs_tail_and_parameters);
@@ -413,6 +583,12 @@ static Suite *suite(void) {
     tcase_add_test(tc, streams_past_the_limit_get_429);
     tcase_add_test(tc, slow_reader_keeps_memory_bounded_and_drain_ends_streams);
     suite_add_tcase(s, tc);
+    TCase *tx = tcase_create("exec");
+    tcase_set_timeout(tx, 90);
+    tcase_add_test(tx, exec_over_v5_and_v4_with_python_websocket);
+    tcase_add_test(tx, exec_client_gone_ends_the_cluster_session);
+    tcase_add_test(tx, exec_handshake_checked_strictly);
+    suite_add_tcase(s, tx);
     return s;
 }
 
