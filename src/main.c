@@ -232,7 +232,9 @@ int main(int argc, char **argv) {
         fg_log(FG_LOG_ERROR, NULL, "auth: %s", errs.data ? errs.data : "cannot start");
         goto out;
     }
-    if (fg_streams_new(&streams, cfg, NULL) != FG_OK)
+    fg_stream_limits_t slimits = {.buffer_bytes = (size_t)cfg->streams.buffer_kib << 10,
+                                  .stall_timeout_s = (int)cfg->streams.stall_timeout_s};
+    if (fg_streams_new(&streams, cfg, &slimits) != FG_OK)
         goto out;
     fg_api_set_streams(api, streams);
     size_t nroutes;

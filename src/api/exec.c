@@ -152,7 +152,10 @@ int fg_api_exec_pod(fg_req_t *req) {
     json_object_set_new(line, "session", session);
     session = NULL;
     fg_ws_accept(fg_req_header(req, "Sec-WebSocket-Key"), accept);
-    fg_exec_opts_t opts = {.write_audit = write_audit, .ud = fg_req_gate_ctx(req)};
+    fg_exec_opts_t opts = {.idle_timeout_s = (int)api->cfg->streams.exec_idle_timeout_s,
+                           .max_session_s = (int)api->cfg->streams.exec_max_session_s,
+                           .write_audit = write_audit,
+                           .ud = fg_req_gate_ctx(req)};
     fg_exec_start(api->streams, req, x, accept, chosen, line, &opts);
 out:
     json_decref(session);

@@ -159,7 +159,9 @@ static void setup(void) {
         " \"auth\": {\"issuer\": \"https://id.test\", \"audience\": \"fleetgate\","
         "  \"keys\": [{\"kid\": \"rsa1\", \"pem_file\": \"%s\", \"algs\": [\"RS256\"]}],"
         "  \"audit_log\": \"%s/audit.log\"},"
-        " \"rate_limits\": {\"streams_per_principal\": %d, \"stream_lease_s\": 5}}",
+        " \"rate_limits\": {\"streams_per_principal\": %d, \"stream_lease_s\": 5,"
+        " \"redis_timeout_ms\": 2000},"
+        " \"streams\": {\"exec_idle_timeout_s\": 3}}",
         redis.url, (unsigned)ks_port, ks_dir, ks_dir, keys.rsa_pub, keys.dir, STREAMS);
     char log[160];
     snprintf(log, sizeof log, "%s/daemon.log", keys.dir);
@@ -522,6 +524,41 @@ START_TEST(exec_client_gone_ends_the_cluster_session) {
 }
 END_TEST
 
+START_TEST(exec_idle_session_is_ended) {
+    setup();
+    make_pod("web-1", 1);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "(sleep 8 | /usr/bin/python3 tests/integration/exec_client.py "
+             "ws://127.0.0.1:%u/v1/projects/shop/pods/web-1/exec '%s' v4.channel.k8s.io hold) "
+             ">/dev/null 2>&1 &",
+             (unsigned)port, op);
+    ck_assert_int_eq(system(cmd), 0);
+    int waited = 0;
+    while (ks_children("sleep") == 0 && waited < 3000) {
+        sleep_ms(50);
+        waited += 50;
+    }
+    ck_assert_int_eq(ks_children("sleep"), 1);
+    /* exec_idle_timeout_s is 3: no frame either way, so fleetgate ends it (and kubesim's side) */
+    waited = 0;
+    while (ks_children("sleep") > 0 && waited < 5000) {
+        sleep_ms(50);
+        waited += 50;
+    }
+    ck_assert_msg(ks_children("sleep") == 0, "the idle session lived on");
+    sleep_ms(100);
+    char path[192], audit[1 << 14] = "";
+    snprintf(path, sizeof path, "%s/audit.log", keys.dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    audit[fread(audit, 1, sizeof audit - 1, f)] = '\0';
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(audit, "\"endedBy\":\"idle-timeout\""));
+    teardown();
+}
+END_TEST
+
 START_TEST(exec_handshake_checked_strictly) {
     setup();
     make_pod("web-1", 1);
@@ -588,6 +625,7 @@ static Suite *suite(void) {
     tcase_add_test(tx, exec_over_v5_and_v4_with_python_websocket);
     tcase_add_test(tx, exec_client_gone_ends_the_cluster_session);
     tcase_add_test(tx, exec_handshake_checked_strictly);
+    tcase_add_test(tx, exec_idle_session_is_ended);
     suite_add_tcase(s, tx);
     return s;
 }
