@@ -17,8 +17,9 @@
 --          refund_milli gives back cells a replica reserved earlier and did not use; extra_milli
 --          asks to reserve that much more ahead (granted only when it fits every bucket, else the
 --          call is charged alone).
---          Reply: {allowed, limit, remaining, reset_s, retry_after_s, granted_extra_milli}, for
---          the tightest bucket.
+--          Reply: {allowed, limit, remaining, reset_s, retry_after_s, granted_extra_milli,
+--          retry_after_us}, for the tightest bucket; retry_after_us is the exact wait (a refused
+--          caller is answered by the replica itself until then, without asking again).
 -- acquire  KEYS[1]: the caller's set of open streams (member: lease id, score: expiry in ms).
 --          ARGV: 'acquire', lease_id, max, lease_ms. Expired leases are dropped first.
 --          Reply: {allowed, max, remaining, 0, retry_after_s}.
@@ -63,7 +64,7 @@ if op == 'gcra' then
     allowed = 0
   end
   local new_tats = {}
-  local limit, remaining, reset, retry = 0, -1, 0, 0
+  local limit, remaining, reset, retry, retry_us = 0, -1, 0, 0, 0
   for i = 1, #KEYS do
     local interval, burst = intervals[i], bursts[i]
     local new_tat = tats[i] + math.ceil(charge * interval / 1000)
@@ -75,6 +76,9 @@ if op == 'gcra' then
       local wait = math.ceil(over / 1000000)
       if wait > retry then
         retry = wait
+      end
+      if over > retry_us then
+        retry_us = over
       end
     else
       left = math.floor((tolerance - (new_tat - now)) / interval)
@@ -99,7 +103,7 @@ if op == 'gcra' then
   if allowed == 0 then
     retry = math.max(retry, 1)
   end
-  return {allowed, limit, remaining, reset, retry, granted}
+  return {allowed, limit, remaining, reset, retry, granted, retry_us}
 elseif op == 'acquire' then
   local id, max, lease_ms = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
   local now_ms = math.floor(now / 1000)

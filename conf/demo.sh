@@ -10,6 +10,9 @@
 #     Redis URL filled in; fleetgate listens on LISTEN
 # Ctrl-C (or SIGTERM) stops all three.
 set -euo pipefail
+# Every file here is the user's alone: kubesim.json and kubesim-token hold the clusters' bearer
+# token, fleetgate.json names it; created 0600 from the start, never readable for a moment.
+umask 077
 
 build=${1:-build}
 listen=${2:-127.0.0.1:8080}

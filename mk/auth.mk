@@ -3,7 +3,9 @@
 #   EMBED_DEPS makes its objects depend on the script.
 #   make demo-auth   a demo key pair in build/demo/ (openssl CLI; no private key is committed),
 #                    build/demo/token (developer of "demo"), build/demo/admin-token
-#   make bench-auth  tests/bench/auth_bench.sh: fleetgate vs nginx under wrk (not in make test)
+#   make bench-auth  tests/bench/auth_bench.sh: fleetgate vs nginx under wrk, and the 429 path
+#   make bench-front-door  tests/bench/front_door.sh: slowloris, refusal flood, hung Redis
+#                    (neither in make test)
 #   tests/fuzz/fuzz_token.c joins mk/fuzz.mk's targets through its wildcard (fuzz-run in make test)
 
 # openssl (the CLI) makes the demo key, also for the suite's check of conf/demo.json. The bench's
@@ -12,7 +14,7 @@ DEB_PKGS += openssl
 BENCH_DEB_PKGS := wrk nginx-light curl
 DEMO_PREREQS += demo-auth
 
-.PHONY: demo-auth bench-auth deps-bench
+.PHONY: demo-auth bench-auth bench-front-door deps-bench
 
 demo-auth:
 	@conf/demo-auth.sh build/demo
@@ -24,3 +26,8 @@ deps-bench:
 
 bench-auth: all
 	FG_BUILD=$(BUILD) tests/bench/auth_bench.sh
+
+# The front door under a slowloris, a flood of unauthenticated calls and a hung Redis (loopback,
+# bounded; tests/bench/front_door.sh says what it prints).
+bench-front-door: all
+	FG_BUILD=$(BUILD) tests/bench/front_door.sh

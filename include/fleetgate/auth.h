@@ -94,6 +94,15 @@ int fg_audit_open(fg_audit_t **out, const char *path);
 void fg_audit_close(fg_audit_t *a);
 /* Writes line as one JSON line with one write(2). FG_OK, or FG_EIO. Thread-safe. */
 int fg_audit_write(fg_audit_t *a, const json_t *line);
+/* Records a refusal: its line is written when it is the first of its kind (a string naming
+ * what makes two refusals the same) in the current interval; later ones of that kind are
+ * counted and one line with the count ("repeated") is written when the interval ends. FG_OK,
+ * or FG_EIO when a line could not be written. Thread-safe. */
+int fg_audit_refusal(fg_audit_t *a, const json_t *line, const char *kind);
+/* The cheap half of fg_audit_refusal, for callers that build the line only when needed: true
+ * when a refusal of this kind is counted into the open interval (nothing to write); false when
+ * it opens one (then call fg_audit_refusal with its line). */
+bool fg_audit_fold(fg_audit_t *a, const char *kind);
 /* Reopens the file (log rotation; SIGHUP). FG_OK or FG_EIO; the old file stays on failure. */
 int fg_audit_reopen(fg_audit_t *a);
 
@@ -129,6 +138,12 @@ int fg_ratelimit_stream_acquire(fg_ratelimit_t *rl, const char *principal, fg_st
                                 fg_rate_result_t *res);
 int fg_ratelimit_stream_renew(fg_ratelimit_t *rl, fg_stream_lease_t *lease);
 void fg_ratelimit_stream_release(fg_ratelimit_t *rl, fg_stream_lease_t *lease);
+/* Refusals per client address (per process, never Redis): FG_OK when addr may still be refused
+ * normally, FG_ETOOBIG (res says when to retry) when it caused too many refusals lately and its
+ * calls are to be refused before their token is looked at. */
+int fg_ratelimit_refusal_check(fg_ratelimit_t *rl, const char *addr, fg_rate_result_t *res);
+/* Counts one refusal (401, 403) caused by addr. */
+void fg_ratelimit_refusal_charge(fg_ratelimit_t *rl, const char *addr);
 /* Decisions taken by the per-process fallback since start. */
 uint64_t fg_ratelimit_fallbacks(const fg_ratelimit_t *rl);
 

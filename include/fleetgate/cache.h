@@ -165,13 +165,13 @@ bool fg_cache_sync_done_once(const fg_cache_sync_t *s);
 /* What a reader may serve from one cluster's cache. */
 typedef enum {
     FG_FRESH_CURRENT = 0, /* in step with the cluster */
-    FG_FRESH_STALE,       /* cached, but the cluster cannot be reached */
+    FG_FRESH_STALE,       /* cached, but the cluster cannot be reached or its watch is not live */
     FG_FRESH_MISSING,     /* nothing complete cached: serve nothing of it */
 } fg_freshness_t;
 
 typedef struct {
     fg_freshness_t state;
-    int64_t stale_since_ms; /* Stale: the last successful contact (0: unknown) */
+    int64_t stale_since_ms; /* Stale: the last contact, or the last change applied (0: unknown) */
     int64_t applied_ms;     /* the last event or relist applied (0: none) */
     char rv[65];            /* the watermark ("" when none) */
     char reason[256];       /* why it is not Current ("" when it is) */

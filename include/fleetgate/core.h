@@ -63,7 +63,11 @@ void fg_buf_init(fg_buf_t *b, size_t max);
 int fg_buf_append(fg_buf_t *b, const void *data, size_t n);
 int fg_buf_appendf(fg_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int fg_buf_vappendf(fg_buf_t *b, const char *fmt, va_list ap);
-/* Appends s as the inside of a JSON string (quotes not included), escaping as RFC 8259 asks. */
+/* The length (1-4) of the valid UTF-8 character at s (n bytes available), or 0 when the byte
+ * at s does not start one (stray continuation, overlong form, surrogate, truncated). */
+size_t fg_utf8_len(const char *s, size_t n);
+/* Appends s as the inside of a JSON string (quotes not included), escaping as RFC 8259 asks;
+ * a byte that is not UTF-8 is written as the text \xNN, so the result is always valid JSON. */
 int fg_buf_append_json_escaped(fg_buf_t *b, const char *s, size_t n);
 void fg_buf_reset(fg_buf_t *b);
 /* Hands the bytes to the caller (who frees them with free()) and leaves b empty. */
@@ -91,6 +95,11 @@ bool fg_is_dns1123_chars(const char *s, size_t len, size_t max);
  * On failure returns FG_EINVAL and writes "line L, column C: why" into err (may be NULL).
  * On success *out is a new reference the caller releases with json_decref. */
 int fg_json_load(const char *data, size_t len, json_t **out, char *err, size_t errlen);
+/* A JSON string (a new reference) of n bytes at s that never fails: bytes that are not UTF-8
+ * (and NUL) become the text \xNN, and a result longer than max bytes is cut at a character
+ * boundary, with *cut (may be NULL) set to true. For values from clients put into answers and
+ * log lines, where json_string() would return NULL and the field would silently go missing. */
+json_t *fg_json_string_clean(const char *s, size_t n, size_t max, bool *cut);
 /* Serialise compactly; the caller frees the string. Never fails (aborts on OOM). */
 char *fg_json_dumps(const json_t *j, size_t *len_out);
 /* The JSON type of a value, as error texts name it: "object", "array", "string", "integer",
@@ -232,6 +241,9 @@ typedef struct {
     int64_t stream_lease_s;
     int64_t list_item_cost_milli; /* what one listed item costs, in thousandths of a read */
     int64_t redis_timeout_ms;
+    /* refused calls (401, 403) one client address may cause before its calls are refused with
+     * 429 without a look at their token (per process) */
+    int64_t refusals_per_minute, refusal_burst;
 } fg_rate_conf_t;
 
 /* cache: the informers that keep Redis in step with the clusters (README.md "The cache"). */
@@ -254,8 +266,12 @@ typedef struct {
     int64_t max_body_bytes;
     int64_t max_connections;
     int64_t connection_timeout_s;
+    int64_t header_timeout_s;           /* to receive a whole request head */
+    int64_t body_timeout_s;             /* to receive a whole request body */
+    int64_t max_connections_per_client; /* per client address; 0: no cap */
     int64_t drain_timeout_s;
     char *redis_url;
+    int64_t redis_call_timeout_ms; /* the read APIs' deadline for one Redis call */
     char *log_level;
     bool access_log;
     char *openapi_file;

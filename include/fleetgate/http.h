@@ -86,8 +86,10 @@ typedef enum {
     FG_PROBLEM_AUDIT_UNAVAILABLE,
     FG_PROBLEM_REDIS_UNAVAILABLE,
     FG_PROBLEM_CONFLICT,
-    FG_PROBLEM_UPSTREAM_ERROR,   /* 502: a member cluster answered an error or garbage */
-    FG_PROBLEM_UPSTREAM_TIMEOUT, /* 504: a member cluster did not answer in time */
+    FG_PROBLEM_URI_TOO_LONG,      /* 414 */
+    FG_PROBLEM_HEADERS_TOO_LARGE, /* 431 */
+    FG_PROBLEM_UPSTREAM_ERROR,    /* 502: a member cluster answered an error or garbage */
+    FG_PROBLEM_UPSTREAM_TIMEOUT,  /* 504: a member cluster did not answer in time */
     FG_PROBLEM__COUNT
 } fg_problem_t;
 
@@ -131,6 +133,11 @@ typedef struct {
     size_t max_body_bytes;
     unsigned max_connections;
     unsigned connection_timeout_s;
+    /* Slow clients (0: no bound): the time to receive a whole request head (from the accept or
+     * the end of the previous request on the connection) and a whole body (from its head);
+     * a connection over either is shut down. And the connections one client address may hold. */
+    unsigned header_timeout_s, body_timeout_s;
+    unsigned max_connections_per_client;
     bool access_log;
     void *app; /* handed to handlers through fg_req_app */
     /* Called after the generic checks (404, 405, 413) and before the body checks and the handler
@@ -163,6 +170,8 @@ void *fg_req_app(const fg_req_t *req);
 const char *fg_req_id(const fg_req_t *req);
 const char *fg_req_method(const fg_req_t *req);
 const char *fg_req_path(const fg_req_t *req);
+/* The client's address, numeric ("127.0.0.1", "::1"); "unknown" when MHD cannot tell. */
+const char *fg_req_client_addr(const fg_req_t *req);
 /* The route pattern that matched, for logs and metrics ("unmatched" when none did). */
 const char *fg_req_route_name(const fg_req_t *req);
 bool fg_req_draining(const fg_req_t *req);

@@ -5,8 +5,7 @@
 
 #include <stdlib.h>
 
-#define SPEC_MAX_BYTES        (8u << 20)
-#define READ_REDIS_TIMEOUT_MS 1000 /* one Redis round trip of a read; a page is a few of them */
+#define SPEC_MAX_BYTES (8u << 20)
 
 int fg_api_new(fg_api_t **out, const fg_config_t *cfg) {
     fg_api_t *api = fg_xcalloc(1, sizeof *api);
@@ -23,9 +22,12 @@ int fg_api_new(fg_api_t **out, const fg_config_t *cfg) {
                cfg->docs_file);
     }
     /* The read APIs' own pool (one connection per worker), apart from the rate limiter's so a
-     * slow page never queues behind a rate-limit check or the other way round. */
+     * slow page never queues behind a rate-limit check or the other way round. Its deadline is
+     * short (redis.timeout_ms): a hung Redis must cost a read a few ms (the pool's breaker),
+     * not a worker for a second. */
     if (fg_redis_new(&api->redis, cfg->redis_url, (unsigned)(cfg->workers > 0 ? cfg->workers : 1),
-                     READ_REDIS_TIMEOUT_MS) != FG_OK) {
+                     (unsigned)(cfg->redis_call_timeout_ms > 0 ? cfg->redis_call_timeout_ms
+                                                               : 250)) != FG_OK) {
         fg_log(FG_LOG_ERROR, NULL, "redis.url: cannot use it for the read APIs");
         fg_api_free(api);
         return FG_EINVAL;

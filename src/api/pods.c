@@ -202,7 +202,7 @@ int fg_api_list_pods(fg_req_t *req) {
     pod_filter_t f = {0};
     rd_selector_t *sel = NULL;
     rd_ctx_t c;
-    if (!rd_limit_or_reply(req, &limit) || !rd_label_param_or_reply(req, "cluster", &cluster) ||
+    if (!rd_limit_or_reply(req, &limit) || !rd_cluster_param_or_reply(req, &cluster) ||
         !rd_label_param_or_reply(req, "zone", &zone) ||
         !rd_label_param_or_reply(req, "app", &f.app) ||
         !rd_enum_param_or_reply(req, "phase", pod_phases, &f.phase) ||
@@ -246,8 +246,12 @@ int fg_api_get_pod(fg_req_t *req) {
     char *raws[RD_MAX_CLUSTERS];
     size_t lens[RD_MAX_CLUSTERS], found;
     rd_ctx_t c;
-    if (!rd_label_param_or_reply(req, "cluster", &cluster) ||
+    char what[RD_NAME_MAX + 8];
+    if (!rd_cluster_param_or_reply(req, &cluster) ||
         !rd_get_raw_or_reply(&c, req, "pod", project, name, cluster, raws, lens, &found))
+        return FG_OK;
+    snprintf(what, sizeof what, "pod %s", name);
+    if (found == 0 && !rd_absence_known_or_reply(&c, "pods", what))
         return FG_OK;
     int rc;
     char where[512] = "", etag[80];

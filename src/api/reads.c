@@ -19,6 +19,21 @@
 
 /* ---- problems ----------------------------------------------------------- */
 
+bool rd_cluster_param_or_reply(fg_req_t *req, const char **out) {
+    if (!rd_label_param_or_reply(req, "cluster", out))
+        return false;
+    if (*out == NULL)
+        return true;
+    /* An unknown name would filter every cluster out and answer an empty 200: a typo must not
+     * look like "nothing there". */
+    const fg_config_t *cfg = ((fg_api_t *)fg_req_app(req))->cfg;
+    for (size_t i = 0; i < cfg->nclusters; i++)
+        if (strcmp(cfg->clusters[i].name, *out) == 0)
+            return true;
+    rd_reply_invalid_param(req, "cluster", "names no member cluster (got \"%s\")", *out);
+    return false;
+}
+
 int rd_reply_invalid_param(fg_req_t *req, const char *param, const char *fmt, ...) {
     char detail[512];
     va_list ap;
@@ -355,6 +370,37 @@ bool rd_get_raw_or_reply(rd_ctx_t *c, fg_req_t *req, const char *kind, const cha
     }
     fg_redis_batch_free(b);
     return ok;
+}
+
+bool rd_absence_known_or_reply(rd_ctx_t *c, const char *resource, const char *what) {
+    size_t first[RD_MAX_CLUSTERS];
+    char missing[512] = "";
+    size_t used = 0;
+    const char *reason = "";
+    if (c->nparts == 0)
+        return true;
+    fg_redis_batch_t *b = fg_redis_batch_new();
+    for (size_t i = 0; i < c->nparts; i++)
+        first[i] = fg_cache_batch_add_state(b, c->parts[i].conf->name, resource);
+    bool ok = rd_batch_or_reply(c->req, c->api, b);
+    for (size_t i = 0; ok && i < c->nparts; i++) {
+        part_from(&c->parts[i], fg_redis_batch_reply(b, first[i]),
+                  fg_redis_batch_reply(b, first[i] + 1));
+        if (c->parts[i].fresh.state == FG_FRESH_MISSING && used < sizeof missing) {
+            used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%s",
+                                     used ? ", " : "", c->parts[i].conf->name);
+            reason = c->parts[i].fresh.reason;
+        }
+    }
+    if (ok && missing[0]) {
+        fg_req_add_header(c->req, "Retry-After", "5");
+        fg_reply_problem(c->req, FG_PROBLEM_NOT_READY,
+                         "%s cannot be looked up in cluster %s (%s); retry when it has synced",
+                         what, missing, reason);
+        ok = false;
+    }
+    fg_redis_batch_free(b);
+    return ok && missing[0] == '\0';
 }
 
 /* ---- ETags -------------------------------------------------------------- */

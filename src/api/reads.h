@@ -58,6 +58,9 @@ bool rd_limit_or_reply(fg_req_t *req, size_t *limit);
 /* An optional query parameter that must be a DNS-1123 label (cluster, zone is free text up to 63,
  * app); NULL when absent. */
 bool rd_label_param_or_reply(fg_req_t *req, const char *name, const char **out);
+/* The optional `cluster` parameter: a DNS-1123 label naming a configured member cluster (422
+ * otherwise: an unknown name must not answer an empty list). */
+bool rd_cluster_param_or_reply(fg_req_t *req, const char **out);
 /* An optional parameter whose value must be one of values (NULL-terminated). */
 bool rd_enum_param_or_reply(fg_req_t *req, const char *name, const char *const *values,
                             const char **out);
@@ -114,6 +117,12 @@ bool rd_get_or_reply(rd_ctx_t *c, fg_req_t *req, const char *kind, const char *r
                      const char *scope, const char *name, const char *only_cluster, json_t **objs,
                      size_t *found);
 void rd_objs_free(json_t **objs, size_t n);
+/* After a get found nothing in c's clusters: true when every one of them is synced for resource,
+ * so "not found" is the truth; otherwise (a cluster never synced, or its data lost with
+ * Redis's) whether `what` exists there is unknown, and this replies 503 not-ready naming the
+ * cluster, with Retry-After. */
+bool rd_absence_known_or_reply(rd_ctx_t *c, const char *resource, const char *what);
+
 /* A get that shows no part states, in one round trip: the cached bytes of name in every part
  * (raws[i], lens[i] for parts[i]: new strings the caller frees, or NULL), over the parts of
  * only_cluster when it is not NULL. *found counts them. */

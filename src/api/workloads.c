@@ -416,7 +416,7 @@ static int list_kind(fg_req_t *req, const kind_row_t *k) {
     rd_selector_t *sel = NULL;
     rd_ctx_t c;
     if (!rd_limit_or_reply(req, &limit) ||
-        ((k->filters & BY_CLUSTER) && !rd_label_param_or_reply(req, "cluster", &cluster)) ||
+        ((k->filters & BY_CLUSTER) && !rd_cluster_param_or_reply(req, &cluster)) ||
         ((k->filters & BY_ZONE) && !rd_label_param_or_reply(req, "zone", &zone)) ||
         ((k->filters & BY_APP) && !rd_label_param_or_reply(req, "app", &f.app)) ||
         (k->phases && !rd_enum_param_or_reply(req, "phase", k->phases, &f.phase)) ||

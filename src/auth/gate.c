@@ -14,6 +14,12 @@
  * serves only while now < exp and the key set is the one that verified it (a reload bumps the
  * generation, so removed keys stop working at once).
  *
+ * Refusals are kept cheap: a client address that caused more than rate_limits.refusal_burst
+ * refusals (401, 403) lately gets 429 before its token is even looked at, and identical refusals
+ * are folded in the audit log (fg_audit_refusal). Client-supplied fields of an audit line
+ * (path, subject, project) are cut at AUDIT_FIELD_MAX bytes, named in "truncated", and bytes
+ * that are not UTF-8 are shown as \xNN: a line is never dropped for its content.
+ *
  * Key set swaps: readers take a reference under a mutex held for two instructions, and only on
  * a cache miss; the old set is freed by whichever request lets it go last.
  */
@@ -26,7 +32,8 @@
 #include <string.h>
 #include <strings.h>
 
-#define CACHE_STRIPES 64
+#define CACHE_STRIPES   64
+#define AUDIT_FIELD_MAX 1024 /* bytes of one client-supplied field in an audit line */
 
 typedef struct {
     unsigned char hash[SHA256_DIGEST_LENGTH];
@@ -52,7 +59,8 @@ typedef struct {
     fg_auth_t *auth;
     fg_principal_t *principal;
     char *project;
-    char reason[160]; /* why it was refused, for the audit line */
+    char reason[160];   /* why it was refused, for the audit line */
+    bool reason_varies; /* the reason holds numbers that change call to call (429s) */
     bool has_rate;
     fg_rate_result_t rate;
     fg_stream_lease_t *lease;
@@ -247,10 +255,29 @@ static int deny(fg_req_t *req, reqstate_t *st, fg_problem_t kind, const char *re
                                                             : names[2]};
     fg_metric_add(st->auth->m_denied, label, 1);
     snprintf(st->reason, sizeof st->reason, "%s", reason);
-    FG_LOG(FG_LOG_INFO, fg_req_id(req), "%s %s refused: %s", fg_req_method(req),
-           fg_req_route_name(req), reason);
+    st->reason_varies = kind == FG_PROBLEM_RATE_LIMITED;
+    if (kind != FG_PROBLEM_RATE_LIMITED && st->auth->rl)
+        fg_ratelimit_refusal_charge(st->auth->rl, fg_req_client_addr(req));
+    /* The access line and the audit line already say it; a rate-limited flood stays quiet. */
+    if (kind != FG_PROBLEM_RATE_LIMITED)
+        FG_LOG(FG_LOG_INFO, fg_req_id(req), "%s %s refused: %s", fg_req_method(req),
+               fg_req_route_name(req), reason);
     fg_reply_problem(req, kind, "%s", reason);
     return FG_ERR;
+}
+
+/* A client address that caused too many refusals is refused before its token is parsed. */
+static int refusals_limit(fg_req_t *req, reqstate_t *st) {
+    fg_rate_result_t res;
+    char why[160];
+    if (st->auth->rl == NULL ||
+        fg_ratelimit_refusal_check(st->auth->rl, fg_req_client_addr(req), &res) == FG_OK)
+        return FG_OK;
+    st->rate = res;
+    st->has_rate = true;
+    snprintf(why, sizeof why, "too many refused calls from this address lately; retry in %llds",
+             (long long)res.retry_after_s);
+    return deny(req, st, FG_PROBLEM_RATE_LIMITED, why);
 }
 
 static int unauthorized(fg_req_t *req, reqstate_t *st, bool token_sent, const char *why) {
@@ -349,6 +376,8 @@ int fg_auth_gate(fg_req_t *req) {
     st->project = project ? fg_xstrdup(project) : NULL;
     fg_req_set_principal(req, NULL, st, reqstate_free);
 
+    if (refusals_limit(req, st) != FG_OK)
+        return FG_ERR;
     if (bearer(fg_req_header(req, "Authorization"), &tok, &len) != FG_OK)
         return unauthorized(req, st, false, "no bearer token in Authorization");
     if (authenticate(a, tok, len, &st->principal, why, sizeof why) != FG_OK)
@@ -392,24 +421,50 @@ static const char *outcome_of(unsigned status) {
     return status < 400 ? "ok" : "failed";
 }
 
+/* Sets key to v (NULL: null) cut and cleaned; a cut field is named in the array cut. */
+static void set_clean(json_t *line, json_t *cut, const char *key, const char *v) {
+    bool was_cut = false;
+    if (v == NULL) {
+        json_object_set_new(line, key, json_null());
+        return;
+    }
+    json_object_set_new(line, key, fg_json_string_clean(v, strlen(v), AUDIT_FIELD_MAX, &was_cut));
+    if (was_cut)
+        json_array_append_new(cut, json_string(key));
+}
+
 static json_t *audit_line(const fg_req_t *req, const reqstate_t *st, unsigned status) {
     char ts[40];
+    json_t *cut = json_array();
     fg_format_time_ms(fg_wall_ms(), ts, sizeof ts);
     json_t *line = json_object();
     json_object_set_new(line, "time", json_string(ts));
     json_object_set_new(line, "requestId", json_string(fg_req_id(req)));
-    json_object_set_new(line, "principal",
-                        st->principal ? json_string(fg_principal_subject(st->principal))
-                                      : json_null());
-    json_object_set_new(line, "project", st->project ? json_string(st->project) : json_null());
-    json_object_set_new(line, "route", json_string(fg_req_route_name(req)));
-    json_object_set_new(line, "verb", json_string(fg_req_method(req)));
-    json_object_set_new(line, "target", json_string(fg_req_path(req)));
+    set_clean(line, cut, "principal", st->principal ? fg_principal_subject(st->principal) : NULL);
+    set_clean(line, cut, "project", st->project);
+    set_clean(line, cut, "route", fg_req_route_name(req));
+    set_clean(line, cut, "verb", fg_req_method(req));
+    set_clean(line, cut, "target", fg_req_path(req));
+    json_object_set_new(line, "client", json_string(fg_req_client_addr(req)));
     json_object_set_new(line, "outcome", json_string(outcome_of(status)));
     json_object_set_new(line, "status", json_integer(status));
     if (st->reason[0])
-        json_object_set_new(line, "reason", json_string(st->reason));
+        set_clean(line, cut, "reason", st->reason);
+    if (json_array_size(cut) > 0)
+        json_object_set_new(line, "truncated", cut);
+    else
+        json_decref(cut);
     return line;
+}
+
+/* What makes two refusals the same for folding: who, from where, what, and why (a 429's
+ * reason holds its wait, so it is left out). */
+static void refusal_kind(const fg_req_t *req, const reqstate_t *st, unsigned status, char *out,
+                         size_t len) {
+    snprintf(out, len, "%u|%s|%s|%s|%s|%.200s|%.200s", status, fg_req_client_addr(req),
+             fg_req_method(req), fg_req_route_name(req), st->reason_varies ? "" : st->reason,
+             st->principal ? fg_principal_subject(st->principal) : "",
+             st->project ? st->project : "");
 }
 
 int fg_auth_seal(fg_req_t *req, unsigned status) {
@@ -422,8 +477,16 @@ int fg_auth_seal(fg_req_t *req, unsigned status) {
     bool denied = status == 401 || status == 403 || status == 429;
     if (!mutating && !denied)
         return FG_OK;
+    char kind[768];
+    if (denied) {
+        /* A repeat is only counted: no line is built for it (the cost of a flood's refusal). */
+        refusal_kind(req, st, status, kind, sizeof kind);
+        if (fg_audit_fold(st->auth->audit, kind))
+            return FG_OK;
+    }
     json_t *line = audit_line(req, st, status);
-    int rc = fg_audit_write(st->auth->audit, line);
+    int rc = denied ? fg_audit_refusal(st->auth->audit, line, kind)
+                    : fg_audit_write(st->auth->audit, line);
     json_decref(line);
     if (rc == FG_OK)
         return FG_OK;

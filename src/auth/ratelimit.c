@@ -25,6 +25,16 @@
  * limit is never exceeded; near the limit every call goes to Redis, so a burst gets exactly the
  * allowed number through. The cost: up to RESERVE_MAX - 1 calls per replica and key may sit
  * unused in a reservation for RESERVE_TTL_US while another replica is refused.
+ *
+ * Refused keys: a refusal from Redis carries the exact time (GCRA's TAT minus the tolerance)
+ * before which every call of that key would be refused too, whatever any replica does, since
+ * refused calls move no bucket. Until then the reservation slot answers refusals itself, so a
+ * caller hammering past its limit costs no round trip. (A replica refunding reserved cells may
+ * make Redis admit a little earlier: the local answer is then stricter, never looser.)
+ *
+ * Refusals per client address (fg_ratelimit_refusal_*): a per-process bucket per address,
+ * charged by every 401/403 and checked before a token is looked at, so a flood of bad tokens
+ * costs one hash lookup per call instead of a verification and an audit line.
  */
 #include "auth_internal.h"
 
@@ -55,11 +65,12 @@ typedef struct {
 
 /* Calls granted by Redis ahead of time, for one caller and project (and class). */
 typedef struct {
-    char key[2 * KEY_MAX]; /* "<caller key> <project key>"; "" when empty */
-    int64_t left_milli;    /* granted, not used yet */
-    int64_t expires_us;    /* monotonic; unused cells after this are refunded */
-    int64_t remaining;     /* the calls Redis said were left beyond the reservation */
-    fg_rate_result_t last; /* limit and reset of that answer */
+    char key[2 * KEY_MAX];    /* "<caller key> <project key>"; "" when empty */
+    int64_t left_milli;       /* granted, not used yet */
+    int64_t expires_us;       /* monotonic; unused cells after this are refunded */
+    int64_t remaining;        /* the calls Redis said were left beyond the reservation */
+    int64_t refused_until_us; /* monotonic: Redis refused this key until then */
+    fg_rate_result_t last;    /* limit and reset of that answer */
 } reserve_t;
 
 struct fg_ratelimit {
@@ -67,6 +78,7 @@ struct fg_ratelimit {
     fg_redis_t *redis;
     fg_redis_script_t script;
     bucket_conf_t user[2], project[2]; /* [FG_RL_READ], [FG_RL_WRITE] */
+    bucket_conf_t refusals;            /* per client address */
     local_slot_t *slots;
     pthread_mutex_t stripes[LOCAL_STRIPES];
     reserve_t *reserves;
@@ -95,6 +107,8 @@ int fg_ratelimit_new(fg_ratelimit_t **out, const fg_rate_conf_t *conf, fg_redis_
         (bucket_conf_t){interval_of(conf->project_read_per_minute), conf->project_read_burst};
     rl->project[FG_RL_WRITE] =
         (bucket_conf_t){interval_of(conf->project_write_per_minute), conf->project_write_burst};
+    if (conf->refusals_per_minute > 0) /* 0 (a conf made in code): no limit on refusals */
+        rl->refusals = (bucket_conf_t){interval_of(conf->refusals_per_minute), conf->refusal_burst};
     rl->slots = fg_xcalloc(LOCAL_SLOTS, sizeof *rl->slots);
     rl->reserves = fg_xcalloc(RESERVE_SLOTS, sizeof *rl->reserves);
     for (int i = 0; i < LOCAL_STRIPES; i++) {
@@ -229,7 +243,12 @@ static bool reserve_take(fg_ratelimit_t *rl, const char *key, int64_t cost_milli
     *extra_milli = 0;
     pthread_mutex_lock(&rl->reserve_mu[i % LOCAL_STRIPES]);
     if (strcmp(r->key, key) == 0) {
-        if (now < r->expires_us && r->left_milli >= cost_milli) {
+        if (now < r->refused_until_us) {
+            *res = r->last;
+            res->retry_after_s = (r->refused_until_us - now + 999999) / 1000000;
+            res->reset_s = res->retry_after_s > res->reset_s ? res->retry_after_s : res->reset_s;
+            taken = true;
+        } else if (now < r->expires_us && r->left_milli >= cost_milli) {
             r->left_milli -= cost_milli;
             *res = r->last;
             res->remaining = r->remaining + r->left_milli / 1000;
@@ -250,13 +269,16 @@ static bool reserve_take(fg_ratelimit_t *rl, const char *key, int64_t cost_milli
 /* Remembers Redis's answer for key and the extra cells it granted. A slot held by another key
  * is taken over: that key's unused cells are lost (the strict side) and it restarts exact. */
 static void reserve_put(fg_ratelimit_t *rl, const char *key, const fg_rate_result_t *res,
-                        int64_t granted_milli) {
+                        int64_t granted_milli, int64_t retry_us) {
     size_t i = (size_t)(hash_key(key) & (RESERVE_SLOTS - 1));
     reserve_t *r = &rl->reserves[i];
     pthread_mutex_lock(&rl->reserve_mu[i % LOCAL_STRIPES]);
     snprintf(r->key, sizeof r->key, "%s", key);
     r->left_milli = granted_milli;
-    r->expires_us = (int64_t)(fg_now_ns() / 1000) + RESERVE_TTL_US;
+    int64_t now = (int64_t)(fg_now_ns() / 1000);
+    r->expires_us = now + RESERVE_TTL_US;
+    /* Counted from the answer's arrival, after Redis's clock read it: later, so stricter. */
+    r->refused_until_us = res->allowed ? 0 : now + retry_us;
     r->remaining = res->remaining;
     r->last = *res;
     pthread_mutex_unlock(&rl->reserve_mu[i % LOCAL_STRIPES]);
@@ -272,7 +294,7 @@ static void note_fallback(fg_ratelimit_t *rl) {
 static int redis_gcra(fg_ratelimit_t *rl, size_t nkeys, const char *const *keys,
                       const bucket_conf_t *const *bc, int64_t cost_milli, bool force,
                       int64_t refund_milli, int64_t extra_milli, fg_rate_result_t *res,
-                      int64_t *granted_milli) {
+                      int64_t *granted_milli, int64_t *retry_us) {
     char cost[24], refund[24], extra[24], interval[2][24], burst[2][24];
     const char *args[5 + 4];
     size_t nargs = 0;
@@ -290,10 +312,10 @@ static int redis_gcra(fg_ratelimit_t *rl, size_t nkeys, const char *const *keys,
         args[nargs++] = interval[i];
         args[nargs++] = burst[i];
     }
-    int64_t v[6];
+    int64_t v[7];
     size_t n = 0;
-    if (fg_redis_eval_ints(rl->redis, &rl->script, nkeys, keys, nargs, args, v, 6, &n) != FG_OK ||
-        n != 6)
+    if (fg_redis_eval_ints(rl->redis, &rl->script, nkeys, keys, nargs, args, v, 7, &n) != FG_OK ||
+        n != 7)
         return FG_EIO;
     res->allowed = v[0] == 1;
     res->limit = v[1];
@@ -301,6 +323,7 @@ static int redis_gcra(fg_ratelimit_t *rl, size_t nkeys, const char *const *keys,
     res->reset_s = v[3];
     res->retry_after_s = v[4];
     *granted_milli = v[5] > 0 ? v[5] : 0;
+    *retry_us = v[6] > 0 ? v[6] : 0;
     return FG_OK;
 }
 
@@ -318,15 +341,15 @@ int fg_ratelimit_charge(fg_ratelimit_t *rl, fg_rl_class_t cls, const char *princ
     memset(res, 0, sizeof *res);
 
     if (rl->redis) {
-        int64_t refund = 0, extra = 0, granted = 0;
+        int64_t refund = 0, extra = 0, granted = 0, retry_us = 0;
         /* A project name may hold no space (it is a DNS label), so the pair is unambiguous. */
         snprintf(rkey, sizeof rkey, "%s %s", ukey.s, project ? pkey.s : "");
         if (!force && reserve_take(rl, rkey, cost_milli, res, &refund, &extra))
             return FG_OK;
-        if (redis_gcra(rl, nkeys, keys, bc, cost_milli, force, refund, extra, res, &granted) ==
-            FG_OK) {
+        if (redis_gcra(rl, nkeys, keys, bc, cost_milli, force, refund, extra, res, &granted,
+                       &retry_us) == FG_OK) {
             if (!force)
-                reserve_put(rl, rkey, res, res->allowed ? granted : 0);
+                reserve_put(rl, rkey, res, res->allowed ? granted : 0, retry_us);
             if (res->allowed)
                 res->remaining += granted / 1000;
             return FG_OK;
@@ -335,6 +358,38 @@ int fg_ratelimit_charge(fg_ratelimit_t *rl, fg_rl_class_t cls, const char *princ
     }
     local_gcra(rl, nkeys, keys, bc, cost_milli, force, res);
     return FG_OK;
+}
+
+/* ---- refusals per client address --------------------------------------- */
+
+static void refusal_key(char *key, size_t len, const char *addr) {
+    snprintf(key, len, "fg:rl:x:a:%s", addr);
+}
+
+int fg_ratelimit_refusal_check(fg_ratelimit_t *rl, const char *addr, fg_rate_result_t *res) {
+    char key[KEY_MAX];
+    const char *keys[1] = {key};
+    const bucket_conf_t *bc[1] = {&rl->refusals};
+    memset(res, 0, sizeof *res);
+    res->allowed = true;
+    if (rl->refusals.interval_us == 0)
+        return FG_OK;
+    refusal_key(key, sizeof key, addr);
+    /* A zero cost moves nothing: only the refusals charged before decide. */
+    local_gcra(rl, 1, keys, bc, 0, false, res);
+    res->local = false; /* by design, not a fallback */
+    return res->allowed ? FG_OK : FG_ETOOBIG;
+}
+
+void fg_ratelimit_refusal_charge(fg_ratelimit_t *rl, const char *addr) {
+    char key[KEY_MAX];
+    const char *keys[1] = {key};
+    const bucket_conf_t *bc[1] = {&rl->refusals};
+    fg_rate_result_t res;
+    if (rl->refusals.interval_us == 0)
+        return;
+    refusal_key(key, sizeof key, addr);
+    local_gcra(rl, 1, keys, bc, 1000, true, &res);
 }
 
 /* ---- streams ----------------------------------------------------------- */

@@ -221,6 +221,29 @@ static void shown_alg(const char *alg, char *buf, size_t len) {
     snprintf(buf, len, "%s", clean ? alg : "(unreadable)");
 }
 
+/* True when a string anywhere in j holds a NUL byte (loaded with JSON_ALLOW_NUL, jansson keeps
+ * it, but every C consumer would see the string cut there: a kid "rsa1\u0000x" would pick the
+ * key rsa1, a sub "ada\u0000x" would be ada). Depth is bounded by the load. */
+static bool holds_nul(const json_t *j) {
+    const char *k;
+    const json_t *v;
+    size_t i;
+    if (json_is_string(j))
+        return strlen(json_string_value(j)) != json_string_length(j);
+    if (json_is_object(j)) {
+        json_object_foreach((json_t *)j, k, v) {
+            if (holds_nul(v))
+                return true;
+        }
+    } else if (json_is_array(j)) {
+        json_array_foreach(j, i, v) {
+            if (holds_nul(v))
+                return true;
+        }
+    }
+    return false;
+}
+
 /* Parses the JOSE header into alg and kid (both borrowed from *hdr_out). */
 static int parse_header(const char *part, size_t len, json_t **hdr_out, char *why, size_t whylen) {
     unsigned char *raw = NULL;
@@ -239,6 +262,10 @@ static int parse_header(const char *part, size_t len, json_t **hdr_out, char *wh
     if (fg_json_load((const char *)raw, raw_len, &hdr, jerr, sizeof jerr) != FG_OK ||
         !json_is_object(hdr)) {
         snprintf(why, whylen, "the token's header is not a JSON object");
+        goto out;
+    }
+    if (holds_nul(hdr)) {
+        snprintf(why, whylen, "the token's header holds a NUL byte");
         goto out;
     }
     if (!json_is_string(json_object_get(hdr, "alg"))) {
@@ -330,6 +357,10 @@ int fg_token_verify(const fg_keyset_t *ks, const fg_auth_conf_t *conf, const cha
         fg_json_load((const char *)payload, payload_len, &claims, jerr, sizeof jerr) != FG_OK ||
         !json_is_object(claims)) {
         snprintf(why, whylen, "the token's payload is not a JSON object");
+        goto out;
+    }
+    if (holds_nul(claims)) {
+        snprintf(why, whylen, "the token's claims hold a NUL byte");
         goto out;
     }
     if (!signature_ok(key, alg, token, len, sig_len)) {

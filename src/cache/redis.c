@@ -6,6 +6,15 @@
  * error) and starts a backoff (50 ms doubling to 2 s) during which the slot answers FG_EIO at
  * once: when Redis is down, a request pays at most one timeout per backoff period, not one per
  * call.
+ *
+ * A circuit breaker per pool: a hung Redis (stopped, swapping) accepts connections and answers
+ * nothing, so every slot would pay its own timeout on every call, pinning every worker. After a
+ * failure on any slot the pool is open: every call answers FG_EIO at once ("circuit open").
+ * A prober thread of the pool's own (started when the circuit opens, gone when it closes) tries
+ * a connection and a PING after a backoff (50 ms doubling to 2 s) and closes the circuit when
+ * Redis answers; so no request ever waits on a probe, and a worker thread never waits on a hung
+ * Redis for more than the one call that opened the circuit. The closed path costs one atomic
+ * load.
  */
 #include "cache_internal.h"
 
@@ -17,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #define BACKOFF_MIN_NS (50ull * 1000000ull)
 #define BACKOFF_MAX_NS (2000ull * 1000000ull)
@@ -40,6 +50,13 @@ struct fg_redis {
     unsigned nslots;
     atomic_uint next_slot;
     atomic_uint_fast64_t failures;
+    /* the circuit breaker (see the top), under breaker_mu but for the flag's fast path */
+    atomic_bool open;
+    pthread_mutex_t breaker_mu;
+    pthread_cond_t breaker_cv;
+    backoff_t breaker;   /* the prober's next attempt: breaker.retry_at_ns */
+    bool prober_running; /* a (detached) prober thread exists */
+    bool stopping;       /* fg_redis_free: the prober leaves */
 };
 
 /* The slot this thread was given in each pool it used (a process has a few pools: the rate
@@ -95,6 +112,9 @@ int fg_redis_new(fg_redis_t **out, const char *url, unsigned nconns, unsigned ti
         pthread_mutex_init(&r->slots[i].mu, NULL);
     atomic_init(&r->next_slot, 0);
     atomic_init(&r->failures, 0);
+    atomic_init(&r->open, false);
+    pthread_mutex_init(&r->breaker_mu, NULL);
+    pthread_cond_init(&r->breaker_cv, NULL);
     *out = r;
     return FG_OK;
 }
@@ -102,12 +122,20 @@ int fg_redis_new(fg_redis_t **out, const char *url, unsigned nconns, unsigned ti
 void fg_redis_free(fg_redis_t *r) {
     if (r == NULL)
         return;
+    pthread_mutex_lock(&r->breaker_mu);
+    r->stopping = true;
+    pthread_cond_broadcast(&r->breaker_cv);
+    while (r->prober_running) /* at most one connect timeout */
+        pthread_cond_wait(&r->breaker_cv, &r->breaker_mu);
+    pthread_mutex_unlock(&r->breaker_mu);
     for (unsigned i = 0; r->slots && i < r->nslots; i++) {
         if (r->slots[i].ctx)
             redisFree(r->slots[i].ctx);
         pthread_mutex_destroy(&r->slots[i].mu);
     }
     free(r->slots);
+    pthread_cond_destroy(&r->breaker_cv);
+    pthread_mutex_destroy(&r->breaker_mu);
     free(r->host);
     free(r->password);
     free(r);
@@ -140,12 +168,96 @@ static slot_t *my_slot(fg_redis_t *r) {
     return &r->slots[tl_slot[i] % r->nslots];
 }
 
+/* ---- the circuit breaker ----------------------------------------------- */
+
+/* FG_OK when a call may go to Redis; FG_EIO while the circuit is open. */
+static int breaker_admit(fg_redis_t *r) {
+    return atomic_load_explicit(&r->open, memory_order_acquire) ? FG_EIO : FG_OK;
+}
+
+static bool setup_ok(redisReply *rep);
+static redisContext *connect_ctx(const fg_redis_t *r, char *why, size_t whylen);
+
+/* One probe on a connection of its own: connect, AUTH/SELECT as a slot would, PING. */
+static bool probe(const fg_redis_t *r) {
+    char why[128];
+    redisContext *c = connect_ctx(r, why, sizeof why);
+    if (c == NULL)
+        return false;
+    redisReply *rep = redisCommand(c, "PING");
+    bool ok = rep && rep->type != REDIS_REPLY_ERROR;
+    if (rep)
+        freeReplyObject(rep);
+    redisFree(c);
+    return ok;
+}
+
+static void *prober_main(void *arg) {
+    fg_redis_t *r = arg;
+    pthread_mutex_lock(&r->breaker_mu);
+    while (!r->stopping && atomic_load(&r->open)) {
+        uint64_t now = fg_now_ns();
+        if (backoff_waiting(&r->breaker, now)) {
+            uint64_t wait = r->breaker.retry_at_ns - now;
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += (time_t)(wait / 1000000000ull);
+            until.tv_nsec += (long)(wait % 1000000000ull);
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&r->breaker_cv, &r->breaker_mu, &until);
+            continue;
+        }
+        pthread_mutex_unlock(&r->breaker_mu);
+        bool ok = probe(r);
+        pthread_mutex_lock(&r->breaker_mu);
+        if (ok) {
+            backoff_succeeded(&r->breaker);
+            atomic_store_explicit(&r->open, false, memory_order_release);
+        } else {
+            backoff_failed(&r->breaker, BACKOFF_MIN_NS, BACKOFF_MAX_NS);
+        }
+    }
+    r->prober_running = false;
+    pthread_cond_broadcast(&r->breaker_cv); /* fg_redis_free may be waiting */
+    pthread_mutex_unlock(&r->breaker_mu);
+    return NULL;
+}
+
+/* A call failed: the circuit opens (if it was closed: the first wait is the shortest), and a
+ * prober is started when none runs. */
+static void breaker_failed(fg_redis_t *r) {
+    pthread_mutex_lock(&r->breaker_mu);
+    if (!atomic_load(&r->open)) {
+        backoff_succeeded(&r->breaker);
+        backoff_failed(&r->breaker, BACKOFF_MIN_NS, BACKOFF_MAX_NS);
+        atomic_store_explicit(&r->open, true, memory_order_release);
+    }
+    if (!r->prober_running && !r->stopping) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &attr, prober_main, r) == 0)
+            r->prober_running = true;
+        else /* no thread: close again, so calls probe by themselves as before */
+            atomic_store_explicit(&r->open, false, memory_order_release);
+        pthread_attr_destroy(&attr);
+    }
+    pthread_mutex_unlock(&r->breaker_mu);
+}
+
+/* ---- connections (continued) -------------------------------------------- */
+
 static void drop(fg_redis_t *r, slot_t *s) {
     if (s->ctx)
         redisFree(s->ctx);
     s->ctx = NULL;
     backoff_failed(&s->backoff, BACKOFF_MIN_NS, BACKOFF_MAX_NS);
     atomic_fetch_add(&r->failures, 1);
+    breaker_failed(r);
 }
 
 /* A reply that is an error, or none: the caller drops the connection on NULL. */
@@ -156,29 +268,41 @@ static bool setup_ok(redisReply *rep) {
     return ok;
 }
 
-/* Connects the slot (held) when it has no context; FG_EIO while backing off or on failure. */
+/* A new connection ready for commands (its timeout set, AUTH and SELECT done), or NULL with
+ * why ("Connection refused (HOST:PORT)"). For the slots and the breaker's prober alike. */
+static redisContext *connect_ctx(const fg_redis_t *r, char *why, size_t whylen) {
+    redisContext *c = r->unix_socket ? redisConnectUnixWithTimeout(r->host, r->timeout)
+                                     : redisConnectWithTimeout(r->host, r->port, r->timeout);
+    const char *err = NULL;
+    if (c == NULL || c->err)
+        err = c ? c->errstr : "out of memory";
+    else if (redisSetTimeout(c, r->timeout) != REDIS_OK ||
+             (r->password && !setup_ok(redisCommand(c, "AUTH %s", r->password))) ||
+             (r->db && !setup_ok(redisCommand(c, "SELECT %lld", (long long)r->db))))
+        err = "connection setup failed (AUTH or SELECT)";
+    if (err == NULL)
+        return c;
+    snprintf(why, whylen, "%s (%s:%u)", err, r->host, (unsigned)r->port);
+    if (c)
+        redisFree(c);
+    return NULL;
+}
+
+/* Connects the slot (held) when it has no context; FG_EIO while the circuit is open, while
+ * the slot backs off, or on failure. */
 static int ensure(fg_redis_t *r, slot_t *s) {
+    if (breaker_admit(r) != FG_OK) {
+        snprintf(s->why, sizeof s->why, "circuit open after failures (%s:%u)", r->host,
+                 (unsigned)r->port);
+        return FG_EIO;
+    }
     if (s->ctx)
         return FG_OK;
     if (backoff_waiting(&s->backoff, fg_now_ns()))
         return FG_EIO;
-    redisContext *c = r->unix_socket ? redisConnectUnixWithTimeout(r->host, r->timeout)
-                                     : redisConnectWithTimeout(r->host, r->port, r->timeout);
-    if (c == NULL || c->err) {
-        FG_LOG(FG_LOG_WARN, NULL, "redis: cannot connect to %s:%u: %s", r->host, (unsigned)r->port,
-               c ? c->errstr : "out of memory");
-        snprintf(s->why, sizeof s->why, "%s (%s:%u)", c ? c->errstr : "out of memory", r->host,
-                 (unsigned)r->port);
-        if (c)
-            redisFree(c);
-        drop(r, s);
-        return FG_EIO;
-    }
-    s->ctx = c;
-    if (redisSetTimeout(c, r->timeout) != REDIS_OK ||
-        (r->password && !setup_ok(redisCommand(c, "AUTH %s", r->password))) ||
-        (r->db && !setup_ok(redisCommand(c, "SELECT %lld", (long long)r->db)))) {
-        FG_LOG(FG_LOG_WARN, NULL, "redis: connection setup failed (AUTH or SELECT)");
+    s->ctx = connect_ctx(r, s->why, sizeof s->why);
+    if (s->ctx == NULL) {
+        FG_LOG(FG_LOG_WARN, NULL, "redis: cannot connect: %s", s->why);
         drop(r, s);
         return FG_EIO;
     }

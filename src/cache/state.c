@@ -115,5 +115,16 @@ void fg_cache_freshness_judge(const fg_cache_cluster_t *cl, const fg_cache_sync_
         unreachable_reason(cl, "", out->reason, sizeof out->reason);
         return;
     }
+    if (sync->state != FG_SYNC_SYNCED) {
+        /* The watch is not live (failed and backing off: Lagging; a relist running: Relisting;
+         * or a state this build does not know), so what is cached is the cluster as of the last
+         * change applied, even while the cluster still answers some requests. */
+        out->state = FG_FRESH_STALE;
+        out->stale_since_ms = out->applied_ms;
+        snprintf(out->reason, sizeof out->reason, "its watch is not live (%s)%s%.199s",
+                 sync->state == FG_SYNC_NONE ? "unknown state" : sync_names[sync->state],
+                 sync->last_error[0] ? ": " : "", sync->last_error);
+        return;
+    }
     out->state = FG_FRESH_CURRENT;
 }

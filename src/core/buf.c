@@ -60,18 +60,58 @@ int fg_buf_appendf(fg_buf_t *b, const char *fmt, ...) {
     return rc;
 }
 
+size_t fg_utf8_len(const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t len;
+    unsigned min;
+    if (n == 0)
+        return 0;
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+        len = 2;
+        min = 0x80;
+    } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+        len = 3;
+        min = 0x800;
+    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+        len = 4;
+        min = 0x10000;
+    } else {
+        return 0; /* a continuation byte, an overlong lead (c0, c1) or past U+10FFFF */
+    }
+    if (n < len)
+        return 0;
+    unsigned cp = p[0] & (0x7fu >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3fu);
+    }
+    /* Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8. */
+    if (cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+        return 0;
+    return len;
+}
+
 int fg_buf_append_json_escaped(fg_buf_t *b, const char *s, size_t n) {
     size_t before = b->len;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
+        size_t seq = fg_utf8_len(s + i, n - i);
         int rc;
         if (c == '"' || c == '\\') {
             char esc[2] = {'\\', (char)c};
             rc = fg_buf_append(b, esc, 2);
         } else if (c < 0x20) {
             rc = fg_buf_appendf(b, "\\u%04x", c);
+        } else if (seq == 0) {
+            /* Not UTF-8: the byte is shown as the text \xNN, so the line stays valid JSON and
+             * the reader still sees what came. */
+            rc = fg_buf_appendf(b, "\\\\x%02x", c);
+            seq = 1;
         } else {
-            rc = fg_buf_append(b, &s[i], 1);
+            rc = fg_buf_append(b, &s[i], seq);
         }
         if (rc != FG_OK) {
             b->len = before; /* all or nothing */
@@ -79,6 +119,7 @@ int fg_buf_append_json_escaped(fg_buf_t *b, const char *s, size_t n) {
                 b->data[before] = '\0';
             return rc;
         }
+        i += seq;
     }
     return FG_OK;
 }

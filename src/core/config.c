@@ -179,12 +179,16 @@ static const key_t_ limits_keys[] = {
     KEY_INT("max_body_bytes", CFG(max_body_bytes), 1 << 20, 1, 64 << 20),
     KEY_INT("max_connections", CFG(max_connections), 1024, 1, 100000),
     KEY_INT("connection_timeout_s", CFG(connection_timeout_s), 30, 1, 3600),
+    KEY_INT("header_timeout_s", CFG(header_timeout_s), 10, 1, 3600),
+    KEY_INT("body_timeout_s", CFG(body_timeout_s), 60, 1, 3600),
+    KEY_INT("max_connections_per_client", CFG(max_connections_per_client), 256, 0, 100000),
     KEY_INT("drain_timeout_s", CFG(drain_timeout_s), 10, 0, 600),
 };
 static const table_t limits_table = TABLE(limits_keys, 0);
 
 static const key_t_ redis_keys[] = {
     KEY_STRING("url", CFG(redis_url), "redis://127.0.0.1:6379/0", check_redis_url),
+    KEY_INT("timeout_ms", CFG(redis_call_timeout_ms), 250, 1, 60000),
 };
 static const table_t redis_table = TABLE(redis_keys, 0);
 
@@ -233,6 +237,8 @@ static const key_t_ rate_keys[] = {
     RATE_INT(stream_lease_s, 60, 5, 3600),
     RATE_INT(list_item_cost_milli, 10, 0, 1000000),
     RATE_INT(redis_timeout_ms, 50, 1, 10000),
+    RATE_INT(refusals_per_minute, 600, 1, 60000000),
+    RATE_INT(refusal_burst, 100, 1, 1000000),
 };
 static const table_t rate_table = TABLE(rate_keys, 0);
 

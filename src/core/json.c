@@ -76,6 +76,37 @@ char *fg_json_dumps(const json_t *j, size_t *len_out) {
     return s;
 }
 
+json_t *fg_json_string_clean(const char *s, size_t n, size_t max, bool *cut) {
+    fg_buf_t b;
+    bool was_cut = false;
+    fg_buf_init(&b, max + 1);
+    for (size_t i = 0; i < n;) {
+        size_t seq = fg_utf8_len(s + i, n - i);
+        char hex[5];
+        const char *piece = s + i;
+        size_t len = seq;
+        if (seq == 0 || s[i] == '\0') {
+            snprintf(hex, sizeof hex, "\\x%02x", (unsigned char)s[i]);
+            piece = hex;
+            len = 4;
+            seq = 1;
+        }
+        if (b.len + len > max) {
+            was_cut = true;
+            break;
+        }
+        fg_buf_append(&b, piece, len);
+        i += seq;
+    }
+    json_t *j = json_stringn(b.data ? b.data : "", b.len);
+    fg_buf_free(&b);
+    if (j == NULL)
+        abort(); /* valid UTF-8 without NUL by construction: only allocation fails */
+    if (cut && was_cut)
+        *cut = true;
+    return j;
+}
+
 static const char *const type_names[] = {
     [JSON_OBJECT] = "object",   [JSON_ARRAY] = "array", [JSON_STRING] = "string",
     [JSON_INTEGER] = "integer", [JSON_REAL] = "number", [JSON_TRUE] = "boolean",

@@ -4,6 +4,10 @@
  * forever, because clients and tests match on them. */
 #include "fleetgate/http.h"
 
+#include <string.h>
+
+/* A problem member built from a client's input is cut here (the path can be 32 KiB). */
+#define FG_PROBLEM_FIELD_MAX 2048
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -38,6 +42,10 @@ static const problem_row_t problems[FG_PROBLEM__COUNT] = {
     [FG_PROBLEM_REDIS_UNAVAILABLE] = {503, "urn:fleetgate:problem:redis-unavailable",
                                       "The cache is unavailable"},
     [FG_PROBLEM_CONFLICT] = {409, "urn:fleetgate:problem:conflict", "Conflict"},
+    [FG_PROBLEM_URI_TOO_LONG] = {414, "urn:fleetgate:problem:uri-too-long",
+                                 "Request target too long"},
+    [FG_PROBLEM_HEADERS_TOO_LARGE] = {431, "urn:fleetgate:problem:headers-too-large",
+                                      "Request header fields too large"},
     [FG_PROBLEM_UPSTREAM_ERROR] = {502, "urn:fleetgate:problem:upstream-error",
                                    "A member cluster failed"},
     [FG_PROBLEM_UPSTREAM_TIMEOUT] = {504, "urn:fleetgate:problem:upstream-timeout",
@@ -63,9 +71,14 @@ json_t *fg_problem_new(fg_problem_t kind, const char *detail, const char *reques
     json_object_set_new(p, "title", json_string(problems[kind].title));
     json_object_set_new(p, "status", json_integer(problems[kind].status));
     if (detail)
-        json_object_set_new(p, "detail", json_string(detail));
+        json_object_set_new(
+            p, "detail", fg_json_string_clean(detail, strlen(detail), FG_PROBLEM_FIELD_MAX, NULL));
+    /* Both may carry a client's bytes (a path with %ff, a name in the detail): cleaned, so the
+     * member is never lost to invalid UTF-8. */
     if (instance)
-        json_object_set_new(p, "instance", json_string(instance));
+        json_object_set_new(
+            p, "instance",
+            fg_json_string_clean(instance, strlen(instance), FG_PROBLEM_FIELD_MAX, NULL));
     if (request_id)
         json_object_set_new(p, "requestId", json_string(request_id));
     return p;

@@ -7,6 +7,28 @@
  * keep-alive working (see ../shared/STYLE.md on MHD 0.9.75). The completion callback writes
  * the access-log line, records metrics and frees the request.
  *
+ * Slow clients: MHD's idle timeout restarts with every byte, so a client trickling one header
+ * line every few seconds would hold its connection forever. A watchdog thread bounds the time
+ * to receive a whole request head (header_timeout_s, counted from the connection's accept or
+ * the end of its previous request, so an idle keep-alive connection is bounded by it too) and
+ * a whole body (body_timeout_s, from the head), and shuts such connections down; MHD caps the
+ * connections of one client address (max_connections_per_client). Connections are tracked
+ * from MHD's connection notifications; the watchdog only shuts a socket down under the lock
+ * that the "closed" notification takes, and MHD closes the descriptor after that notification,
+ * so a descriptor number reused by a new connection is never touched.
+ *
+ * The request target is checked raw (MHD_OPTION_URI_LOG_CALLBACK sees it before MHD decodes
+ * it): %00 would cut the decoded path short and "." / ".." segments mean another path to every
+ * proxy in front, so both are refused with 400. So are requests that frame their body twice
+ * (two different Content-Length, or Content-Length with Transfer-Encoding: RFC 9112 §6.3), and
+ * their connection is closed, since a proxy in front may read the body differently.
+ *
+ * Oversized heads: libmicrohttpd answers a head that overflows its per-connection memory pool
+ * with its own HTML page, which no callback can change. So the pool is made larger than
+ * fleetgate's own bounds (HEAD_MAX, TARGET_MAX), and fleetgate refuses what passes those with
+ * problem+json 431 or 414 itself; only a head past the pool still gets MHD's page, and that
+ * answer is at least logged and counted (mhd_logger reads its status from MHD's message).
+ *
  * Draining: fg_http_server_begin_drain() stops accepting connections (MHD_quiesce_daemon);
  * requests admitted before keep going, requests arriving on open connections get 503 with
  * "Connection: close", and the caller waits for fg_http_server_in_flight() to reach zero.
@@ -22,6 +44,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 struct fg_http_server {
@@ -32,19 +55,44 @@ struct fg_http_server {
     uint16_t port;
     atomic_bool draining;
     atomic_uint in_flight;
-    fg_metric_t *m_requests, *m_duration, *m_in_flight;
+    fg_metric_t *m_requests, *m_duration, *m_in_flight, *m_slow_closed;
+    /* the watchdog of slow clients */
+    pthread_mutex_t conns_mu;
+    pthread_cond_t stop_cv;
+    bool stopping, watchdog_running;
+    pthread_t watchdog;
+    struct conn *conns; /* a doubly linked list of open connections */
 };
+
+/* What the watchdog knows of one connection; the connection's MHD socket context. */
+/* CONN_UPGRADED: a WebSocket; its owner (stream/) bounds it, the watchdog never touches it. */
+typedef enum { CONN_HEAD = 0, CONN_BODY, CONN_BUSY, CONN_SHUT, CONN_UPGRADED } conn_phase_t;
+
+typedef struct conn {
+    struct conn *prev, *next;
+    int fd;
+    conn_phase_t phase;
+    uint64_t since_ns; /* when the phase began */
+} conn_t;
 
 typedef struct {
     char *name, *value;
 } header_t;
 
 #define MAX_REPLY_HEADERS 16
+#define ACCESS_PATH_MAX   2048         /* bytes of the path in an access-log line */
+#define TARGET_MAX        (16u << 10)  /* the request target; longer: 414 */
+#define HEAD_MAX          (32u << 10)  /* request line and header fields; larger: 431 */
+#define MHD_POOL_BYTES    (128u << 10) /* per connection, above HEAD_MAX (see the top) */
 
 struct fg_req {
     fg_http_server_t *srv;
     struct MHD_Connection *conn;
     char id[FG_REQUEST_ID_MAX + 1];
+    char client[64];  /* the peer's address, numeric */
+    bool admitted;    /* the access handler saw the head (not only the request line) */
+    char *raw_target; /* the request target as received, before MHD decoded it */
+    conn_t *conn_state;
     char *method, *path;
     fg_route_match_t match;
     int match_rc;
@@ -95,6 +143,10 @@ const char *fg_req_method(const fg_req_t *req) {
 
 const char *fg_req_path(const fg_req_t *req) {
     return req->path;
+}
+
+const char *fg_req_client_addr(const fg_req_t *req) {
+    return req->client;
 }
 
 const char *fg_req_route_name(const fg_req_t *req) {
@@ -412,6 +464,8 @@ static void stream_completed(fg_req_t *req, bool client_gone) {
 
 /* ---- upgraded connections ---------------------------------------------- */
 
+static void conn_enter(fg_http_server_t *srv, conn_t *c, conn_phase_t phase);
+
 struct fg_http_upgraded {
     struct MHD_UpgradeResponseHandle *urh;
 };
@@ -450,6 +504,8 @@ int fg_reply_upgrade(fg_req_t *req, const char *const *hdrs, fg_http_upgrade_fn 
         MHD_add_response_header(resp, hdrs[i], hdrs[i + 1]);
     enum MHD_Result r = MHD_queue_response(req->conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
     MHD_destroy_response(resp);
+    if (r == MHD_YES)
+        conn_enter(req->srv, req->conn_state, CONN_UPGRADED);
     req->replied = true;
     req->status = MHD_HTTP_SWITCHING_PROTOCOLS;
     return r == MHD_YES ? FG_OK : FG_ERR;
@@ -464,12 +520,44 @@ void fg_http_upgraded_close(fg_http_upgraded_t *u) {
 
 /* ---- the request lifecycle --------------------------------------------- */
 
-static fg_req_t *admit(fg_http_server_t *srv, struct MHD_Connection *conn, const char *url,
-                       const char *method) {
+/* A request begins when its request line is in (the URI log callback): the raw target is kept
+ * for the checks MHD's decoding would hide. */
+static fg_req_t *req_new(fg_http_server_t *srv, struct MHD_Connection *conn, const char *raw) {
     fg_req_t *req = fg_xcalloc(1, sizeof *req);
     req->srv = srv;
     req->conn = conn;
     req->start_ns = fg_now_ns();
+    req->raw_target = fg_xstrdup(raw ? raw : "");
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci == NULL || ci->client_addr == NULL ||
+        getnameinfo(ci->client_addr,
+                    ci->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                           : sizeof(struct sockaddr_in),
+                    req->client, sizeof req->client, NULL, 0, NI_NUMERICHOST) != 0)
+        snprintf(req->client, sizeof req->client, "unknown");
+    const union MHD_ConnectionInfo *sc =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    req->conn_state = sc ? sc->socket_context : NULL;
+    return req;
+}
+
+static void conn_enter(fg_http_server_t *srv, conn_t *c, conn_phase_t phase) {
+    if (c == NULL)
+        return;
+    pthread_mutex_lock(&srv->conns_mu);
+    if (c->phase != CONN_SHUT && c->phase != CONN_UPGRADED) {
+        c->phase = phase;
+        c->since_ns = fg_now_ns();
+    }
+    pthread_mutex_unlock(&srv->conns_mu);
+}
+
+static void admit(fg_req_t *req, const char *url, const char *method) {
+    fg_http_server_t *srv = req->srv;
+    struct MHD_Connection *conn = req->conn;
+    req->admitted = true;
+    conn_enter(srv, req->conn_state, CONN_BODY);
     req->method = fg_xstrdup(method);
     req->path = fg_xstrdup(url);
     const char *cid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
@@ -485,7 +573,6 @@ static fg_req_t *admit(fg_http_server_t *srv, struct MHD_Connection *conn, const
     req->refused_draining = atomic_load(&srv->draining);
     atomic_fetch_add(&srv->in_flight, 1);
     fg_metric_add(srv->m_in_flight, NULL, 1);
-    return req;
 }
 
 /* A declared Content-Length over the limit is refused before reading the body. */
@@ -496,6 +583,138 @@ static bool declared_too_big(const fg_req_t *req) {
     if (cl == NULL || fg_parse_int64(cl, strlen(cl), 0, INT64_MAX, &n) != FG_OK)
         return false;
     return (uint64_t)n > req->body_limit;
+}
+
+/* Why the raw request target is refused, or NULL when it is fine: a NUL byte (%00) anywhere,
+ * or a "." or ".." path segment, also when spelled with %2e. */
+static const char *bad_target(const char *raw) {
+    size_t path_len = strcspn(raw, "?#");
+    for (const char *p = raw; (p = strchr(p, '%')) != NULL; p++) {
+        if (p[1] == '0' && p[2] == '0')
+            return "the request target holds a NUL byte (%00)";
+    }
+    const char *seg = raw;
+    const char *end = raw + path_len;
+    while (seg < end) {
+        const char *next = memchr(seg, '/', (size_t)(end - seg));
+        size_t len = next ? (size_t)(next - seg) : (size_t)(end - seg);
+        size_t dots = 0;
+        bool only_dots = true;
+        for (size_t i = 0; i < len && only_dots;) {
+            if (seg[i] == '.') {
+                dots++;
+                i++;
+            } else if (len - i >= 3 && seg[i] == '%' && seg[i + 1] == '2' &&
+                       (seg[i + 2] == 'e' || seg[i + 2] == 'E')) {
+                dots++;
+                i += 3;
+            } else {
+                only_dots = false;
+            }
+        }
+        if (only_dots && (dots == 1 || dots == 2))
+            return "the path holds a \".\" or \"..\" segment";
+        seg += len + 1;
+    }
+    return NULL;
+}
+
+typedef struct {
+    unsigned content_lengths;
+    bool lengths_differ;
+    const char *first_length;
+    bool transfer_encoding;
+} framing_t;
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value) {
+    (void)kind;
+    framing_t *f = cls;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+        if (f->content_lengths++ == 0)
+            f->first_length = value;
+        else if (strcmp(f->first_length, value ? value : "") != 0)
+            f->lengths_differ = true;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        f->transfer_encoding = true;
+    }
+    return MHD_YES;
+}
+
+/* Why the body's framing is ambiguous (RFC 9112 §6.3), or NULL. Two equal Content-Length
+ * headers are one length, as the RFC allows. */
+static const char *ambiguous_framing(const fg_req_t *req) {
+    framing_t f = {0};
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, count_framing, &f);
+    if (f.lengths_differ)
+        return "the request has Content-Length headers that differ";
+    if (f.transfer_encoding && f.content_lengths > 0)
+        return "the request has both Content-Length and Transfer-Encoding";
+    return NULL;
+}
+
+static enum MHD_Result add_field_size(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value) {
+    (void)kind;
+    *(size_t *)cls += strlen(key) + (value ? strlen(value) : 0) + 4; /* ": " and CRLF */
+    return MHD_YES;
+}
+
+/* The head's checks, each a row: its problem and why, or NULL when it passes. */
+typedef struct {
+    fg_problem_t kind;
+    const char *(*check)(const fg_req_t *req, char *why, size_t len);
+} head_check_t;
+
+static const char *target_too_long(const fg_req_t *req, char *why, size_t len) {
+    size_t n = strlen(req->raw_target);
+    if (n <= TARGET_MAX)
+        return NULL;
+    snprintf(why, len, "the request target is %zu bytes; at most %u are accepted", n, TARGET_MAX);
+    return why;
+}
+
+static const char *head_too_large(const fg_req_t *req, char *why, size_t len) {
+    size_t n = strlen(req->method) + strlen(req->raw_target) + 12;
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, add_field_size, &n);
+    if (n <= HEAD_MAX)
+        return NULL;
+    snprintf(why, len, "the request head is about %zu bytes; at most %u are accepted", n, HEAD_MAX);
+    return why;
+}
+
+static const char *target_unsafe(const fg_req_t *req, char *why, size_t len) {
+    (void)why;
+    (void)len;
+    return bad_target(req->raw_target);
+}
+
+static const char *framing_unsafe(const fg_req_t *req, char *why, size_t len) {
+    (void)why;
+    (void)len;
+    return ambiguous_framing(req);
+}
+
+static const head_check_t head_checks[] = {
+    {FG_PROBLEM_URI_TOO_LONG, target_too_long},
+    {FG_PROBLEM_HEADERS_TOO_LARGE, head_too_large},
+    {FG_PROBLEM_BAD_REQUEST, target_unsafe},
+    {FG_PROBLEM_BAD_REQUEST, framing_unsafe},
+};
+
+/* Runs the head checks; on the first that fails, replies its problem and closes the connection
+ * after the answer (its body, if any, is never read). True when one refused. */
+static bool refuse_bad_head(fg_req_t *req) {
+    char why[160];
+    for (size_t i = 0; i < sizeof head_checks / sizeof head_checks[0]; i++) {
+        const char *reason = head_checks[i].check(req, why, sizeof why);
+        if (reason) {
+            fg_req_add_header(req, MHD_HTTP_HEADER_CONNECTION, "close");
+            fg_reply_problem(req, head_checks[i].kind, "%s", reason);
+            return true;
+        }
+    }
+    return false;
 }
 
 /* JSON bodies come as application/json or a +json type (merge-patch+json, ...). */
@@ -581,9 +800,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     fg_http_server_t *srv = cls;
     fg_req_t *req = *con_cls;
     if (req == NULL) {
-        req = admit(srv, conn, url, method);
+        req = req_new(srv, conn, url); /* no URI callback ran: cannot happen, but be whole */
         *con_cls = req;
-        if (!req->refused_draining && declared_too_big(req))
+    }
+    if (!req->admitted) {
+        admit(req, url, method);
+        if (!refuse_bad_head(req) && !req->refused_draining && declared_too_big(req))
             refuse_body_too_big(req); /* answered now: MHD closes the connection after it */
         return MHD_YES;
     }
@@ -596,11 +818,16 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         *upload_size = 0;
         return MHD_YES;
     }
+    conn_enter(srv, req->conn_state, CONN_BUSY);
     if (req->stream != NULL && !req->replied)
         stream_resume(req);
     else if (!req->replied)
         dispatch(req);
     return MHD_YES;
+}
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
+    return req_new(cls, conn, uri);
 }
 
 static void access_log(const fg_req_t *req, double seconds) {
@@ -611,8 +838,11 @@ static void access_log(const fg_req_t *req, double seconds) {
     json_object_set_new(line, "level", json_string("info"));
     json_object_set_new(line, "msg", json_string("access"));
     json_object_set_new(line, "requestId", json_string(req->id));
-    json_object_set_new(line, "method", json_string(req->method));
-    json_object_set_new(line, "path", json_string(req->path));
+    json_object_set_new(line, "method",
+                        fg_json_string_clean(req->method, strlen(req->method), 64, NULL));
+    json_object_set_new(line, "client", json_string(req->client));
+    json_object_set_new(line, "path",
+                        fg_json_string_clean(req->path, strlen(req->path), ACCESS_PATH_MAX, NULL));
     json_object_set_new(line, "route", json_string(fg_req_route_name(req)));
     if (req->principal)
         json_object_set_new(line, "principal", json_string(req->principal));
@@ -631,6 +861,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (req == NULL)
         return;
     *con_cls = NULL;
+    conn_enter(srv, req->conn_state, CONN_HEAD); /* the next request's head is awaited now */
+    if (!req->admitted) {
+        /* MHD refused the head itself (too large, bad syntax) after the request line. */
+        free(req->raw_target);
+        free(req);
+        return;
+    }
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !req->replied)
         req->status = 499; /* the client went away before an answer: nginx's convention */
     if (req->stream != NULL)
@@ -658,16 +895,131 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     fg_route_match_clear(&req->match);
     free(req->method);
     free(req->path);
+    free(req->raw_target);
     free(req);
     atomic_fetch_sub(&srv->in_flight, 1);
 }
 
+/* MHD's messages; the one of an answer MHD sent itself (a head past its memory pool, a bad
+ * request line, an HTTP version it does not speak) becomes an access-log line and is counted,
+ * since no request of fleetgate's saw it. */
 static void mhd_logger(void *cls, const char *fmt, va_list ap) {
-    (void)cls;
+    fg_http_server_t *srv = cls;
+    static const char mark[] = "HTTP response code is ";
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     msg[strcspn(msg, "\n")] = '\0';
-    FG_LOG(FG_LOG_WARN, NULL, "libmicrohttpd: %s", msg);
+    const char *at = strstr(msg, mark);
+    int64_t status;
+    size_t digits = at ? strspn(at + sizeof mark - 1, "0123456789") : 0;
+    if (at == NULL || digits != 3 ||
+        fg_parse_int64(at + sizeof mark - 1, 3, 100, 599, &status) != FG_OK) {
+        FG_LOG(FG_LOG_WARN, NULL, "libmicrohttpd: %s", msg);
+        return;
+    }
+    char code[8];
+    snprintf(code, sizeof code, "%d", (int)status);
+    const char *labels[] = {"unmatched", "-", code};
+    fg_metric_add(srv->m_requests, labels, 1);
+    if (!srv->opts.access_log)
+        return;
+    json_t *line = json_object();
+    char ts[40];
+    fg_format_time_ms(fg_wall_ms(), ts, sizeof ts);
+    json_object_set_new(line, "ts", json_string(ts));
+    json_object_set_new(line, "level", json_string("info"));
+    json_object_set_new(line, "msg", json_string("access"));
+    json_object_set_new(line, "route", json_string("unmatched"));
+    json_object_set_new(line, "status", json_integer(status));
+    json_object_set_new(line, "answeredBy", json_string("libmicrohttpd"));
+    json_object_set_new(line, "error", fg_json_string_clean(msg, strlen(msg), 512, NULL));
+    fg_log_json(line);
+    json_decref(line);
+}
+
+/* ---- slow clients ------------------------------------------------------ */
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+    fg_http_server_t *srv = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        conn_t *c = fg_xcalloc(1, sizeof *c);
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        c->fd = ci ? ci->connect_fd : -1;
+        c->phase = CONN_HEAD;
+        c->since_ns = fg_now_ns();
+        pthread_mutex_lock(&srv->conns_mu);
+        c->next = srv->conns;
+        if (srv->conns)
+            srv->conns->prev = c;
+        srv->conns = c;
+        pthread_mutex_unlock(&srv->conns_mu);
+        *socket_context = c;
+        return;
+    }
+    conn_t *c = *socket_context;
+    if (c == NULL)
+        return;
+    pthread_mutex_lock(&srv->conns_mu);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&srv->conns_mu);
+    *socket_context = NULL;
+    free(c);
+}
+
+/* Shuts down the connections that took too long over their head or body; how many. Called
+ * with conns_mu held. MHD sees the end of the stream and closes them in its own thread. */
+static unsigned shut_slow(fg_http_server_t *srv, uint64_t now) {
+    static const conn_phase_t phases[] = {CONN_HEAD, CONN_BODY};
+    uint64_t limits[] = {(uint64_t)srv->opts.header_timeout_s * 1000000000ull,
+                         (uint64_t)srv->opts.body_timeout_s * 1000000000ull};
+    unsigned n = 0;
+    for (conn_t *c = srv->conns; c; c = c->next) {
+        for (size_t i = 0; i < sizeof phases / sizeof phases[0]; i++) {
+            if (c->phase == phases[i] && limits[i] > 0 && c->fd >= 0 &&
+                now - c->since_ns > limits[i]) {
+                shutdown(c->fd, SHUT_RDWR);
+                c->phase = CONN_SHUT;
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
+static void *watchdog_main(void *arg) {
+    fg_http_server_t *srv = arg;
+    static const char *const head[] = {"head"};
+    pthread_mutex_lock(&srv->conns_mu);
+    while (!srv->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 250000000; /* a quarter second: the bound is kept within that */
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&srv->stop_cv, &srv->conns_mu, &until);
+        if (srv->stopping)
+            break;
+        unsigned n = shut_slow(srv, fg_now_ns());
+        if (n > 0) {
+            fg_metric_add(srv->m_slow_closed, head, n);
+            /* One line per sweep, not per connection: a slowloris must not flood the log. */
+            FG_LOG(FG_LOG_INFO, NULL,
+                   "closed %u connection(s) that did not send a whole request head within %us "
+                   "or body within %us",
+                   n, srv->opts.header_timeout_s, srv->opts.body_timeout_s);
+        }
+    }
+    pthread_mutex_unlock(&srv->conns_mu);
+    return NULL;
 }
 
 /* ---- server lifecycle -------------------------------------------------- */
@@ -682,6 +1034,8 @@ int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
     srv->opts.host = srv->host;
     atomic_init(&srv->draining, false);
     atomic_init(&srv->in_flight, 0);
+    pthread_mutex_init(&srv->conns_mu, NULL);
+    pthread_cond_init(&srv->stop_cv, NULL);
 
     static const char *const req_labels[] = {"route", "method", "status", NULL};
     srv->m_requests = fg_metrics_register("fleetgate_http_requests_total",
@@ -695,6 +1049,11 @@ int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
         fg_metrics_register("fleetgate_http_requests_in_flight",
                             "Requests received and not yet completed.", FG_METRIC_GAUGE, NULL);
     fg_metric_add(srv->m_in_flight, NULL, 0);
+    static const char *const phase_labels[] = {"phase", NULL};
+    srv->m_slow_closed = fg_metrics_register(
+        "fleetgate_http_slow_clients_closed_total",
+        "Connections closed because a request head or body took longer than its bound.",
+        FG_METRIC_COUNTER, phase_labels);
 
     if (fg_router_new(&srv->router, routes, nroutes) != FG_OK) {
         rc = FG_EINVAL;
@@ -717,12 +1076,14 @@ int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     srv->mhd = MHD_start_daemon(
-        flags, opts->port, NULL, NULL, on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
-        MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)(opts->workers > 1 ? opts->workers : 0), MHD_OPTION_CONNECTION_LIMIT,
-        opts->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, opts->connection_timeout_s,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_LISTENING_ADDRESS_REUSE,
-        (unsigned)1, MHD_OPTION_END);
+        flags, opts->port, NULL, NULL, on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MHD_POOL_BYTES, MHD_OPTION_SOCK_ADDR,
+        ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(opts->workers > 1 ? opts->workers : 0),
+        MHD_OPTION_CONNECTION_LIMIT, opts->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        opts->connection_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, opts->max_connections_per_client,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
     if (srv->mhd == NULL) {
         fg_log(FG_LOG_ERROR, NULL, "cannot listen on %s:%u (in use, or not an address here)",
                opts->host, (unsigned)opts->port);
@@ -731,6 +1092,14 @@ int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = info ? info->port : opts->port;
+    if (opts->header_timeout_s > 0 || opts->body_timeout_s > 0) {
+        if (pthread_create(&srv->watchdog, NULL, watchdog_main, srv) != 0) {
+            fg_log(FG_LOG_ERROR, NULL, "cannot start the slow-client watchdog");
+            rc = FG_ERR;
+            goto out;
+        }
+        srv->watchdog_running = true;
+    }
 out:
     if (ai)
         freeaddrinfo(ai);
@@ -765,8 +1134,17 @@ unsigned fg_http_server_in_flight(const fg_http_server_t *s) {
 void fg_http_server_free(fg_http_server_t *s) {
     if (s == NULL)
         return;
+    if (s->watchdog_running) {
+        pthread_mutex_lock(&s->conns_mu);
+        s->stopping = true;
+        pthread_cond_signal(&s->stop_cv);
+        pthread_mutex_unlock(&s->conns_mu);
+        pthread_join(s->watchdog, NULL);
+    }
     if (s->mhd)
         MHD_stop_daemon(s->mhd);
+    pthread_cond_destroy(&s->stop_cv);
+    pthread_mutex_destroy(&s->conns_mu);
     fg_router_free(s->router);
     free(s->host);
     free(s);

@@ -11,7 +11,12 @@
 # with a temp config (same number of worker processes as fleetgate has worker threads, access logs
 # off on both). The two take turns for BENCH_ROUNDS rounds; prints each round's req/s, then the
 # median round's req/s and p50/p99 latencies of each, and the ratio fleetgate / nginx.
-# The goal is a ratio >= 0.5. Not part of `make test`.
+# The goal is a ratio >= 0.5.
+#
+# The refusal row: a second fleetgate (Redis database 1, so its buckets are its own) whose read
+# limit is one call a minute answers the same token's calls with 429 after the first; its
+# req/s over the first fleetgate's (the 200 path) is "ratio 429/200" (goal >= 1.0: refusing
+# must never cost more than serving). Not part of `make test`.
 set -euo pipefail
 
 build=${FG_BUILD:-build}
@@ -61,12 +66,25 @@ cat >"$tmp/fleetgate.json" <<EOF
 EOF
 "$fleetgate" -c "$tmp/fleetgate.json" >"$tmp/fleetgate.log" 2>&1 &
 pids+=($!)
+# The caller over its limit: the same daemon but for one call a minute, in its own database.
+pick_port limited_port
+sed -e "s/127.0.0.1:$fg_port/127.0.0.1:$limited_port/" \
+    -e "s#redis://127.0.0.1:$redis_port/0#redis://127.0.0.1:$redis_port/1#" \
+    -e "s#$tmp/audit.log#$tmp/audit-limited.log#" \
+    -e 's/"read_per_minute": 60000000, "read_burst": 1000000/"read_per_minute": 1, "read_burst": 1/' \
+    "$tmp/fleetgate.json" >"$tmp/limited.json"
+"$fleetgate" -c "$tmp/limited.json" >"$tmp/limited.log" 2>&1 &
+pids+=($!)
+limited_url="http://127.0.0.1:$limited_port/v1/whoami"
 fg_url="http://127.0.0.1:$fg_port/v1/whoami"
 wait_http "$fg_url" "Authorization: Bearer $token"
 curl -fsS -H "Authorization: Bearer $token" -D "$tmp/fg.headers" -o "$tmp/whoami.json" "$fg_url"
 grep -qi '^RateLimit-Remaining:' "$tmp/fg.headers" ||
     { echo "auth_bench: no RateLimit headers: the limiter is not in the path"; exit 1; }
 size=$(stat -c %s "$tmp/whoami.json")
+wait_http "$limited_url" "Authorization: Bearer $token"
+code=$(curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" "$limited_url")
+[ "$code" = 429 ] || { echo "auth_bench: the limited daemon answered $code, not 429"; exit 1; }
 
 # ---- nginx: a static file of the same size -------------------------------
 start_nginx whoami.json "$size" "$workers"
@@ -90,19 +108,33 @@ echo "auth_bench: $rounds rounds of ${seconds}s each, wrk -t$threads -c$conns, $
 for r in $(seq 1 "$rounds"); do
     run_wrk "$tmp/wrk-fleetgate-$r.txt" "$fg_url" "Authorization: Bearer $token"
     run_wrk "$tmp/wrk-nginx-$r.txt" "$ng_url"
-    printf 'round %d: fleetgate %s req/s, nginx %s req/s\n' "$r" \
+    run_wrk "$tmp/wrk-limited-$r.txt" "$limited_url" "Authorization: Bearer $token"
+    printf 'round %d: fleetgate %s req/s, nginx %s req/s, fleetgate 429 path %s req/s\n' "$r" \
         "$(field "$tmp/wrk-fleetgate-$r.txt" | cut -d' ' -f1)" \
-        "$(field "$tmp/wrk-nginx-$r.txt" | cut -d' ' -f1)"
+        "$(field "$tmp/wrk-nginx-$r.txt" | cut -d' ' -f1)" \
+        "$(field "$tmp/wrk-limited-$r.txt" | cut -d' ' -f1)"
 done
 
 fg_bad=$(cat "$tmp"/wrk-fleetgate-*.txt | awk '/Non-2xx or 3xx responses:/ {n += $5} END {print n + 0}')
 read -r fg_rps fg_p50 fg_p99 < <(field "$(median_round fleetgate)")
 read -r ng_rps ng_p50 ng_p99 < <(field "$(median_round nginx)")
+read -r lim_rps lim_p50 lim_p99 < <(field "$(median_round limited)")
 ratio=$(awk -v a="$fg_rps" -v b="$ng_rps" 'BEGIN {printf "%.2f", a / b}')
+refusal_ratio=$(awk -v a="$lim_rps" -v b="$fg_rps" 'BEGIN {printf "%.2f", a / b}')
+lim_total=$(awk '/requests in/ {print $1}' "$(median_round limited)")
+lim_bad=$(awk '/Non-2xx or 3xx responses:/ {print $5}' "$(median_round limited)")
 printf '%-10s %12s %10s %10s   (median round)\n' "" "req/s" "p50" "p99"
 printf '%-10s %12s %10s %10s\n' fleetgate "$fg_rps" "$fg_p50" "$fg_p99"
 printf '%-10s %12s %10s %10s\n' nginx "$ng_rps" "$ng_p50" "$ng_p99"
+printf '%-10s %12s %10s %10s\n' "fg 429" "$lim_rps" "$lim_p50" "$lim_p99"
 echo "ratio fleetgate/nginx: $ratio (goal >= 0.5)"
+echo "ratio 429/200: $refusal_ratio (goal >= 1.0)"
+echo "audit lines for ${lim_total:-?} refused calls: $(wc -l <"$tmp/audit-limited.log")"
+# One call a minute refills: a round that straddles a minute may let one through.
+if [ $((${lim_total:-0} - ${lim_bad:-0})) -gt 2 ]; then
+    echo "auth_bench: the limited daemon answered ${lim_bad:-0} refusals of ${lim_total:-?} calls"
+    exit 1
+fi
 if [ "$fg_bad" != 0 ]; then
     echo "auth_bench: fleetgate answered $fg_bad non-2xx responses (see the config's limits)"
     exit 1

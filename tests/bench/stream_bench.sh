@@ -53,7 +53,7 @@ conf/demo-auth.sh "$tmp/auth" >/dev/null
 token=$(cat "$tmp/auth/token")
 cat >"$tmp/fleetgate.json" <<JSON
 {"listen": "127.0.0.1:$fg_port", "workers": 4,
- "limits": {"max_connections": $((STREAMS + 200))},
+ "limits": {"max_connections": $((STREAMS + 200)), "max_connections_per_client": $((STREAMS + 200))},
  "redis": {"url": "redis://127.0.0.1:$redis_port/0"},
  "log": {"level": "warn", "access_log": false},
  "openapi_file": "api/openapi.yaml", "docs_file": "/nonexistent",

@@ -230,28 +230,63 @@ static bool str_is(const json_t *v, const char *want) {
     return json_is_string(v) && strcmp(json_string_value(v), want) == 0;
 }
 
-/* Does the audit log hold a line for this request id with this status, and no token text? */
-static bool audit_has(const char *path, const char *rid, long status) {
+typedef struct {
+    const char *rid, *reason, *client; /* NULL: any */
+    long status;
+    long lines;    /* denied lines that match */
+    long refusals; /* the refusals they account for: a folded line counts its "repeated" */
+    json_t *first; /* the first matching line (a new reference), or NULL */
+} audit_query_t;
+
+/* Scans the audit log for denied lines matching q; every line must be valid JSON. */
+static void audit_scan(const char *path, audit_query_t *q) {
     char *text = NULL;
     size_t len;
-    bool found = false;
+    q->lines = q->refusals = 0;
+    q->first = NULL;
     if (fg_read_file(path, 16u << 20, &text, &len) != FG_OK)
-        return false;
+        return;
     for (char *line = text; line && *line;) {
         char *nl = strchr(line, '\n');
         if (nl)
             *nl = '\0';
         json_error_t e;
         json_t *j = json_loads(line, 0, &e);
-        if (j && str_is(json_object_get(j, "requestId"), rid) &&
-            json_integer_value(json_object_get(j, "status")) == status &&
-            str_is(json_object_get(j, "outcome"), "denied"))
-            found = true;
+        ck_assert_msg(j != NULL, "audit line is not JSON: %s", line);
+        if ((q->rid == NULL || str_is(json_object_get(j, "requestId"), q->rid)) &&
+            (q->reason == NULL || str_is(json_object_get(j, "reason"), q->reason)) &&
+            (q->client == NULL || str_is(json_object_get(j, "client"), q->client)) &&
+            json_integer_value(json_object_get(j, "status")) == q->status &&
+            str_is(json_object_get(j, "outcome"), "denied")) {
+            json_t *rep = json_object_get(j, "repeated");
+            q->lines++;
+            q->refusals += rep ? (long)json_integer_value(rep) : 1;
+            if (q->first == NULL)
+                q->first = json_incref(j);
+        }
         json_decref(j);
         line = nl ? nl + 1 : NULL;
     }
     free(text);
-    return found;
+}
+
+/* Does the audit log hold a line for this request id with this status? */
+static bool audit_has(const char *path, const char *rid, long status) {
+    audit_query_t q = {.rid = rid, .status = status};
+    audit_scan(path, &q);
+    json_decref(q.first);
+    return q.lines > 0;
+}
+
+/* Is this refusal in the audit log: its own line, or folded into the first of its kind (the
+ * same reason) written before it? */
+static bool audit_has_refusal(const char *path, const char *rid, const char *reason, long status) {
+    audit_query_t q = {.reason = reason, .status = status};
+    if (audit_has(path, rid, status))
+        return true;
+    audit_scan(path, &q);
+    json_decref(q.first);
+    return q.lines > 0;
 }
 
 static bool file_contains(const char *path, const char *needle) {
@@ -286,7 +321,8 @@ START_TEST(token_table_over_http) {
         ck_assert_msg(strstr(www, "Bearer") == www && strstr(www, "error=\"invalid_token\""), "%s",
                       www);
         ck_assert_msg(strstr(r.body, tok) == NULL, "%s: the token is echoed", c->name);
-        ck_assert_msg(audit_has(audit_path, rid, 401), "%s: no audit line", c->name);
+        ck_assert_msg(audit_has_refusal(audit_path, rid, detail, 401), "%s: no audit line",
+                      c->name);
         ck_assert_msg(!file_contains(audit_path, tok), "%s: the audit log holds the token",
                       c->name);
     }
@@ -295,6 +331,95 @@ START_TEST(token_table_over_http) {
             check_contract("/v1/whoami", &r);
     th_resp_free(&r);
     free(tok);
+}
+END_TEST
+
+/* Sends GET path without a token from the local address src, on a connection of its own;
+ * returns the status (0 when no answer came). */
+static long raw_get_from(const char *src, uint16_t port, const char *path) {
+    char req[512], buf[8192];
+    int fd = th_connect_from(src, port);
+    ck_assert_int_ge(fd, 0);
+    snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+    ck_assert_int_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+    th_read_all(fd, buf, sizeof buf, 5000);
+    close(fd);
+    return strncmp(buf, "HTTP/1.1 ", 9) == 0 ? strtol(buf + 9, NULL, 10) : 0;
+}
+
+/* A flood of calls without a token from one address: after refusal_burst refusals it gets
+ * 429 without its token looked at, and the audit log gets a handful of lines that still
+ * account for every refusal, the first of each kind written in full. */
+START_TEST(unauthenticated_flood_is_limited_and_folded) {
+    require_daemons();
+    enum { CALLS = 300 };
+    long s401 = 0, s429 = 0;
+    for (int i = 0; i < CALLS; i++) {
+        long st = raw_get_from("127.0.0.3", port_a, "/v1/whoami");
+        s401 += st == 401;
+        s429 += st == 429;
+    }
+    ck_assert_int_ge(s401, 100); /* rate_limits.refusal_burst's default */
+    ck_assert_int_ge(s429, 100);
+    ck_assert_int_eq(s401 + s429, CALLS);
+    sleep(3); /* the folded counts are written when their interval (1 s) ends */
+    audit_query_t q401 = {.client = "127.0.0.3", .status = 401};
+    audit_query_t q429 = {.client = "127.0.0.3", .status = 429};
+    audit_scan(audit_path, &q401);
+    audit_scan(audit_path, &q429);
+    ck_assert_int_eq(q401.refusals, s401);
+    ck_assert_int_eq(q429.refusals, s429);
+    ck_assert_msg(q401.lines + q429.lines <= 40, "%ld audit lines for %d refusals",
+                  q401.lines + q429.lines, CALLS);
+    ck_assert(str_is(json_object_get(q401.first, "reason"), "no bearer token in Authorization"));
+    ck_assert_ptr_nonnull(json_object_get(q401.first, "requestId"));
+    ck_assert_ptr_null(json_object_get(q401.first, "repeated"));
+    ck_assert_msg(strncmp(json_string_value(json_object_get(q429.first, "reason")),
+                          "too many refused calls from this address", 40) == 0,
+                  "%s", json_string_value(json_object_get(q429.first, "reason")));
+    json_decref(q401.first);
+    json_decref(q429.first);
+}
+END_TEST
+
+/* A refusal is audited whatever its path: a 9,000-byte one is cut (and says so), bytes that
+ * are not UTF-8 are shown as \xNN, and the line is never dropped. */
+START_TEST(refusal_with_long_or_invalid_path_is_audited_whole) {
+    require_daemons();
+    char url[9200];
+    th_resp_t r;
+    const char *hdrs[] = {"X-Request-Id: long-path", NULL};
+    int n = snprintf(url, sizeof url, "http://127.0.0.1:%u/v1/projects/", (unsigned)port_a);
+    memset(url + n, 'a', 9000);
+    snprintf(url + n + 9000, sizeof url - (size_t)n - 9000, "/pods");
+    ck_assert_int_eq(th_request("GET", url, hdrs, NULL, -1, 0, &r), 0);
+    ck_assert_int_eq(r.status, 401);
+    th_resp_free(&r);
+    audit_query_t q = {.rid = "long-path", .status = 401};
+    audit_scan(audit_path, &q);
+    ck_assert_int_eq(q.lines, 1);
+    json_t *cut = json_object_get(q.first, "truncated");
+    ck_assert_msg(json_is_array(cut) && json_array_size(cut) == 2, "truncated: %s",
+                  json_dumps(cut, JSON_ENCODE_ANY));
+    ck_assert(str_is(json_array_get(cut, 0), "project"));
+    ck_assert(str_is(json_array_get(cut, 1), "target"));
+    json_decref(q.first);
+
+    get(port_a, "/v1/projects/%ff%fe/pods", NULL, "bad-utf8", &r);
+    ck_assert_int_eq(r.status, 401);
+    json_error_t e;
+    json_t *p = json_loads(r.body, 0, &e);
+    ck_assert(str_is(json_object_get(p, "instance"), "/v1/projects/\\xff\\xfe/pods"));
+    ck_assert_ptr_nonnull(json_object_get(p, "detail"));
+    json_decref(p);
+    th_resp_free(&r);
+    audit_query_t u = {.rid = "bad-utf8", .status = 401};
+    audit_scan(audit_path, &u);
+    ck_assert_int_eq(u.lines, 1);
+    ck_assert(str_is(json_object_get(u.first, "project"), "\\xff\\xfe"));
+    ck_assert(str_is(json_object_get(u.first, "target"), "/v1/projects/\\xff\\xfe/pods"));
+    ck_assert(str_is(json_object_get(u.first, "reason"), "no bearer token in Authorization"));
+    json_decref(u.first);
 }
 END_TEST
 
@@ -413,7 +538,8 @@ START_TEST(burst_across_two_processes_gets_exactly_the_limit) {
             ck_assert_str_eq(th_header(&r, "RateLimit-Remaining", v, sizeof v), "0");
             if (limited == 0)
                 check_contract("/v1/whoami", &r);
-            ck_assert_msg(audit_has(audit_path, rid, 429), "no audit line for %s", rid);
+            if (limited < 2) /* the first of its kind on each daemon; the rest are folded */
+                ck_assert_msg(audit_has(audit_path, rid, 429), "no audit line for %s", rid);
             limited++;
         }
         th_resp_free(&r);
@@ -529,6 +655,8 @@ static Suite *auth_suite(void) {
     tcase_add_test(tc, burst_across_two_processes_gets_exactly_the_limit);
     tcase_add_test(tc, redis_down_falls_back_to_local_buckets);
     tcase_add_test(tc, denials_are_counted_in_metrics);
+    tcase_add_test(tc, unauthenticated_flood_is_limited_and_folded);
+    tcase_add_test(tc, refusal_with_long_or_invalid_path_is_audited_whole);
     tcase_add_test(tc, sighup_rotates_keys);
     suite_add_tcase(s, tc);
     return s;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -85,6 +86,24 @@ START_TEST(check_config_valid_exits_0) {
     const char *a[] = {"-c", "conf/demo.json", "--check-config", NULL};
     ck_assert_msg(run_daemon(a, out, sizeof out) == 0, "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "configuration is valid"));
+}
+END_TEST
+
+/* The demo's JWT secrets (its signing key and tokens) are readable by their owner only. */
+START_TEST(demo_auth_secrets_are_private_files) {
+    char dir[] = "/tmp/fg-demo-auth-XXXXXX", cmd[256], path[320];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "umask 022; conf/demo-auth.sh %s/d >/dev/null", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    static const char *const secrets[] = {"jwt-private.pem", "token", "admin-token"};
+    for (size_t i = 0; i < sizeof secrets / sizeof secrets[0]; i++) {
+        struct stat st;
+        snprintf(path, sizeof path, "%s/d/%s", dir, secrets[i]);
+        ck_assert_int_eq(stat(path, &st), 0);
+        ck_assert_msg((st.st_mode & 077) == 0, "%s is mode %o", secrets[i], st.st_mode & 0777);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -276,6 +295,7 @@ static Suite *daemon_suite(void) {
     tcase_add_test(tc, version_and_help_exit_0);
     tcase_add_test(tc, bad_usage_exits_2);
     tcase_add_test(tc, check_config_valid_exits_0);
+    tcase_add_test(tc, demo_auth_secrets_are_private_files);
     tcase_add_test(tc, check_config_invalid_exits_2_naming_each_key);
     tcase_add_test(tc, bad_listen_flag_exits_2);
     tcase_add_test(tc, meta_endpoints_answer);

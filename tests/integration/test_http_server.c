@@ -7,7 +7,10 @@
 #include "testmain.h"
 
 #include <check.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -308,6 +311,264 @@ START_TEST(drain_finishes_admitted_request_and_refuses_new_ones) {
 }
 END_TEST
 
+/* Sends raw bytes on a fresh connection and reads what comes back until the server closes or
+ * timeout_ms passes. */
+static void raw_exchange(const char *request, char *buf, size_t buflen, int timeout_ms) {
+    int fd = th_connect(fg_http_server_port(srv));
+    ck_assert_int_ge(fd, 0);
+    /* The server may answer and close before a large head is all sent: no SIGPIPE, no assert. */
+    size_t len = strlen(request), sent = 0;
+    while (sent < len) {
+        ssize_t n = send(fd, request + sent, len - sent, MSG_NOSIGNAL);
+        if (n <= 0)
+            break;
+        sent += (size_t)n;
+    }
+    th_read_all(fd, buf, buflen, timeout_ms);
+    close(fd);
+}
+
+static size_t count_of(const char *hay, const char *needle) {
+    size_t n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* The body of a raw answer, parsed as the problem it must be. */
+static json_t *raw_problem(const char *answer, long status) {
+    char line[32];
+    snprintf(line, sizeof line, "HTTP/1.1 %ld ", status);
+    ck_assert_msg(strncmp(answer, line, strlen(line)) == 0, "got: %.200s", answer);
+    ck_assert_ptr_nonnull(strstr(answer, "application/problem+json"));
+    const char *body = strstr(answer, "\r\n\r\n");
+    ck_assert_ptr_nonnull(body);
+    json_error_t e;
+    json_t *p = json_loads(body + 4, JSON_DISABLE_EOF_CHECK, &e);
+    ck_assert_msg(p != NULL, "not JSON: %s", body + 4);
+    return p;
+}
+
+START_TEST(nul_byte_in_target_gets_400) {
+    char buf[4096];
+    raw_exchange("GET /v1/projects/demo%00/../other HTTP/1.1\r\nHost: x\r\n\r\n", buf, sizeof buf,
+                 2000);
+    json_t *p = raw_problem(buf, 400);
+    ck_assert_str_eq(json_string_value(json_object_get(p, "detail")),
+                     "the request target holds a NUL byte (%00)");
+    json_decref(p);
+}
+END_TEST
+
+START_TEST(dot_segments_get_400_also_encoded) {
+    static const char *const targets[] = {"/v1/projects/demo/../other", "/v1/projects/%2e%2E/x",
+                                          "/v1/./projects/demo", "/v1/projects/.%2e"};
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
+        char req[256], buf[4096];
+        snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", targets[i]);
+        raw_exchange(req, buf, sizeof buf, 2000);
+        json_t *p = raw_problem(buf, 400);
+        ck_assert_str_eq(json_string_value(json_object_get(p, "detail")),
+                         "the path holds a \".\" or \"..\" segment");
+        json_decref(p);
+    }
+}
+END_TEST
+
+START_TEST(dots_inside_a_name_are_fine) {
+    th_resp_t r;
+    call("GET", "/v1/projects/a..b", NULL, NULL, 0, &r);
+    ck_assert_int_eq(r.status, 200);
+    th_resp_free(&r);
+}
+END_TEST
+
+START_TEST(two_different_content_lengths_get_400_and_close) {
+    char buf[8192];
+    /* A hidden second request follows: it must never run. */
+    raw_exchange("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 "Content-Length: 2\r\nContent-Length: 52\r\n\r\n{}"
+                 "GET /v1/projects/smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
+                 buf, sizeof buf, 3000);
+    json_t *p = raw_problem(buf, 400);
+    ck_assert_str_eq(json_string_value(json_object_get(p, "detail")),
+                     "the request has Content-Length headers that differ");
+    json_decref(p);
+    ck_assert_ptr_nonnull(strcasestr(buf, "Connection: close"));
+    ck_assert_int_eq(count_of(buf, "HTTP/1.1 "), 1);
+    ck_assert_ptr_null(strstr(buf, "smuggled\"}"));
+}
+END_TEST
+
+START_TEST(content_length_with_transfer_encoding_gets_400_and_close) {
+    char buf[8192];
+    raw_exchange("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+                 "GET /v1/projects/smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
+                 buf, sizeof buf, 3000);
+    json_t *p = raw_problem(buf, 400);
+    ck_assert_str_eq(json_string_value(json_object_get(p, "detail")),
+                     "the request has both Content-Length and Transfer-Encoding");
+    json_decref(p);
+    ck_assert_int_eq(count_of(buf, "HTTP/1.1 "), 1);
+    ck_assert_ptr_null(strstr(buf, "smuggled\"}"));
+}
+END_TEST
+
+START_TEST(equal_content_lengths_are_one_length) {
+    char buf[8192];
+    raw_exchange("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 "Content-Length: 2\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+                 buf, sizeof buf, 3000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200 ", 13) == 0, "got: %.200s", buf);
+}
+END_TEST
+
+START_TEST(invalid_utf8_path_keeps_detail_and_instance) {
+    th_resp_t r;
+    call("GET", "/v1/nothing/%ff%fe", NULL, NULL, 0, &r);
+    json_t *p = assert_problem(&r, 404, "route-not-found");
+    ck_assert_str_eq(json_string_value(json_object_get(p, "instance")), "/v1/nothing/\\xff\\xfe");
+    ck_assert_str_eq(json_string_value(json_object_get(p, "detail")),
+                     "no route for GET /v1/nothing/\\xff\\xfe");
+    json_decref(p);
+    th_resp_free(&r);
+}
+END_TEST
+
+/* Sends a GET whose head carries a header of n bytes (or a target of n bytes), reads the answer. */
+static void big_head(size_t header_bytes, size_t target_bytes, char *buf, size_t buflen) {
+    size_t cap = header_bytes + target_bytes + 256;
+    char *req = malloc(cap);
+    size_t at = (size_t)snprintf(req, cap, "GET /v1/projects/");
+    memset(req + at, 'p', target_bytes);
+    at += target_bytes;
+    at += (size_t)snprintf(req + at, cap - at, " HTTP/1.1\r\nHost: x\r\nX-Big: ");
+    memset(req + at, 'h', header_bytes);
+    at += header_bytes;
+    snprintf(req + at, cap - at, "\r\n\r\n");
+    raw_exchange(req, buf, buflen, 3000);
+    free(req);
+}
+
+START_TEST(oversized_heads_get_problem_json_431_and_414) {
+    char buf[8192];
+    big_head(40 << 10, 0, buf, sizeof buf);
+    json_t *p = raw_problem(buf, 431);
+    ck_assert_str_eq(json_string_value(json_object_get(p, "type")),
+                     "urn:fleetgate:problem:headers-too-large");
+    json_decref(p);
+    ck_assert_ptr_nonnull(strcasestr(buf, "Connection: close"));
+    big_head(0, 20 << 10, buf, sizeof buf);
+    p = raw_problem(buf, 414);
+    ck_assert_str_eq(json_string_value(json_object_get(p, "type")),
+                     "urn:fleetgate:problem:uri-too-long");
+    ck_assert_ptr_nonnull(json_object_get(p, "instance"));
+    json_decref(p);
+}
+END_TEST
+
+/* A head past libmicrohttpd's own memory pool is answered by it (its page, not ours), but the
+ * answer is still counted (and logged) as a request. */
+START_TEST(answers_of_the_http_library_are_counted) {
+    char buf[8192];
+    big_head(300 << 10, 0, buf, sizeof buf);
+    /* MHD closes with the rest of the head unread, so the client may see a reset instead of
+     * the answer: only what fleetgate recorded is checked. */
+    ck_assert_msg(buf[0] == '\0' || strncmp(buf, "HTTP/1.1 431 ", 13) == 0, "got: %.100s", buf);
+    fg_buf_t m;
+    fg_buf_init(&m, 1 << 20);
+    ck_assert_int_eq(fg_metrics_render(&m), FG_OK);
+    ck_assert_msg(strstr(m.data, "fleetgate_http_requests_total{route=\"unmatched\",method=\"-\","
+                                 "status=\"431\"} 1"),
+                  "%s", m.data);
+    fg_buf_free(&m);
+}
+END_TEST
+
+/* ---- slow clients: a small slowloris, bounded and on loopback ---------- */
+
+static void setup_slow(void) {
+    fg_log_set_level(FG_LOG_ERROR);
+    fg_http_options_t o = {.host = "127.0.0.1",
+                           .port = 0,
+                           .workers = 2,
+                           .max_body_bytes = 1024,
+                           .max_connections = 64,
+                           .connection_timeout_s = 30,
+                           .header_timeout_s = 1,
+                           .body_timeout_s = 1,
+                           .max_connections_per_client = 8};
+    ck_assert_int_eq(fg_http_server_start(&srv, &o, routes, sizeof routes / sizeof routes[0]),
+                     FG_OK);
+    snprintf(base, sizeof base, "http://127.0.0.1:%u", (unsigned)fg_http_server_port(srv));
+}
+
+/* True when the server has closed fd (EOF or reset) within timeout_ms. */
+static bool closed_within(int fd, int timeout_ms) {
+    char buf[4096];
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    while (poll(&p, 1, timeout_ms) > 0) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0)
+            return true;
+    }
+    return false;
+}
+
+START_TEST(slowloris_is_cut_and_others_keep_being_served) {
+    enum { ATTACKERS = 24, ROUNDS = 15 };
+    uint16_t port = fg_http_server_port(srv);
+    int fds[ATTACKERS];
+    /* 127.0.0.2 is the attacker: each connection trickles one header line every 200 ms, which
+     * restarts an idle timeout forever. */
+    for (int i = 0; i < ATTACKERS; i++) {
+        fds[i] = th_connect_from("127.0.0.2", port);
+        ck_assert_int_ge(fds[i], 0);
+        static const char line[] = "GET /v1/projects/slow HTTP/1.1\r\nHost: x\r\n";
+        send(fds[i], line, sizeof line - 1, MSG_NOSIGNAL);
+    }
+    for (int round = 0; round < ROUNDS; round++) {
+        for (int i = 0; i < ATTACKERS; i++)
+            send(fds[i], "X-Slow: 1\r\n", strlen("X-Slow: 1\r\n"), MSG_NOSIGNAL);
+        th_resp_t r;
+        call("GET", "/v1/projects/ok", NULL, NULL, 0, &r); /* another client, meanwhile */
+        ck_assert_int_eq(r.status, 200);
+        th_resp_free(&r);
+        usleep(200000);
+    }
+    /* 3 s of trickling against a 1 s bound: every attacker connection is gone by now, or within
+     * a generous margin (the machine may be loaded). */
+    for (int i = 0; i < ATTACKERS; i++) {
+        ck_assert_msg(closed_within(fds[i], 5000), "attacker connection %d still open", i);
+        close(fds[i]);
+    }
+}
+END_TEST
+
+START_TEST(one_client_cannot_take_every_connection) {
+    uint16_t port = fg_http_server_port(srv);
+    int fds[12];
+    for (int i = 0; i < 12; i++)
+        fds[i] = th_connect_from("127.0.0.2", port);
+    /* Past its 8 connections the address is cut at once, not after the head bound. */
+    int cut = 0;
+    for (int i = 0; i < 12; i++) {
+        if (fds[i] < 0 || closed_within(fds[i], 300))
+            cut++;
+    }
+    ck_assert_int_ge(cut, 4);
+    th_resp_t r;
+    call("GET", "/v1/projects/ok", NULL, NULL, 0, &r);
+    ck_assert_int_eq(r.status, 200);
+    th_resp_free(&r);
+    for (int i = 0; i < 12; i++) {
+        if (fds[i] >= 0)
+            close(fds[i]);
+    }
+}
+END_TEST
+
 static Suite *server_suite(void) {
     Suite *s = suite_create("http-server");
     TCase *tc = tcase_create("server");
@@ -330,7 +591,22 @@ static Suite *server_suite(void) {
     tcase_add_test(tc, request_id_echoed_when_valid_replaced_when_not);
     tcase_add_test(tc, keep_alive_serves_two_requests_on_one_connection);
     tcase_add_test(tc, drain_finishes_admitted_request_and_refuses_new_ones);
+    tcase_add_test(tc, nul_byte_in_target_gets_400);
+    tcase_add_test(tc, dot_segments_get_400_also_encoded);
+    tcase_add_test(tc, dots_inside_a_name_are_fine);
+    tcase_add_test(tc, two_different_content_lengths_get_400_and_close);
+    tcase_add_test(tc, content_length_with_transfer_encoding_gets_400_and_close);
+    tcase_add_test(tc, equal_content_lengths_are_one_length);
+    tcase_add_test(tc, invalid_utf8_path_keeps_detail_and_instance);
+    tcase_add_test(tc, oversized_heads_get_problem_json_431_and_414);
+    tcase_add_test(tc, answers_of_the_http_library_are_counted);
     suite_add_tcase(s, tc);
+    TCase *slow = tcase_create("slow-clients");
+    tcase_add_checked_fixture(slow, setup_slow, teardown);
+    tcase_set_timeout(slow, 60);
+    tcase_add_test(slow, slowloris_is_cut_and_others_keep_being_served);
+    tcase_add_test(slow, one_client_cannot_take_every_connection);
+    suite_add_tcase(s, slow);
     return s;
 }
 

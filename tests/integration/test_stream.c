@@ -150,7 +150,8 @@ static void setup(void) {
     char cfg[4096];
     snprintf(
         cfg, sizeof cfg,
-        "{\"workers\": 2, \"redis\": {\"url\": \"%s\"}, \"cache\": {\"enabled\": false},"
+        "{\"workers\": 2, \"limits\": {\"header_timeout_s\": 2}, \"redis\": {\"url\": \"%s\"}, "
+        "\"cache\": {\"enabled\": false},"
         " \"log\": {\"level\": \"error\", \"access_log\": false},"
         " \"openapi_file\": \"api/openapi.yaml\", \"docs_file\": \"/nonexistent\","
         " \"clusters\": [{\"name\": \"" CLUSTER "\", \"zone\": \"" ZONE "\","
@@ -540,7 +541,8 @@ START_TEST(exec_idle_session_is_ended) {
         waited += 50;
     }
     ck_assert_int_eq(ks_children("sleep"), 1);
-    /* exec_idle_timeout_s is 3: no frame either way, so fleetgate ends it (and kubesim's side) */
+    /* exec_idle_timeout_s is 3: no frame either way, so fleetgate ends it (and kubesim's side);
+     * the 2 s head timeout of the HTTP watchdog does not apply to an upgraded connection */
     waited = 0;
     while (ks_children("sleep") > 0 && waited < 5000) {
         sleep_ms(50);

@@ -141,6 +141,22 @@ int th_connect(uint16_t port) {
     return fd;
 }
 
+int th_connect_from(const char *src, uint16_t port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in from = {.sin_family = AF_INET};
+    struct sockaddr_in a = {
+        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (fd < 0)
+        return -1;
+    if (inet_pton(AF_INET, src, &from.sin_addr) != 1 ||
+        bind(fd, (struct sockaddr *)&from, sizeof from) != 0 ||
+        connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 size_t th_read_all(int fd, char *buf, size_t buflen, int timeout_ms) {
     size_t got = 0;
     struct pollfd p = {.fd = fd, .events = POLLIN};

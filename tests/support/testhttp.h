@@ -26,6 +26,8 @@ void th_resp_free(th_resp_t *r);
 
 /* A connected TCP socket to 127.0.0.1:port, or -1. */
 int th_connect(uint16_t port);
+/* The same from a chosen local address (another 127.x.y.z is another client), or -1. */
+int th_connect_from(const char *src, uint16_t port);
 /* Reads until the peer closes or timeout_ms passes; returns bytes read into buf (NUL-ended). */
 size_t th_read_all(int fd, char *buf, size_t buflen, int timeout_ms);
 

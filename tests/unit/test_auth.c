@@ -201,6 +201,9 @@ START_TEST(token_malformed_refused) {
     expect_refused("eyJhbGciOiJSUzI1NiJ9=.e30.c2ln", "the token's header is not base64url");
     expect_refused("bm90IGpzb24.e30.c2ln", "the token's header is not a JSON object");
     expect_refused("e30.e30.c2ln", "the token's header has no alg");
+    /* {"alg":"RS256","kid":"rsa1\u0000evil"}: not the key rsa1 by its prefix */
+    expect_refused("eyJhbGciOiJSUzI1NiIsImtpZCI6InJzYTFcdTAwMDBldmlsIn0.e30.c2ln",
+                   "the token's header holds a NUL byte");
     /* {"alg":"RS256","typ":"at+jwt"}: libjwt 1.10.2 verifies only typ JWT, so it is named */
     expect_refused("eyJhbGciOiJSUzI1NiIsInR5cCI6ImF0K2p3dCJ9.e30.c2ln",
                    "the token's typ is not JWT");

@@ -29,6 +29,41 @@ START_TEST(buf_json_escape_escapes_quotes_and_controls) {
 }
 END_TEST
 
+START_TEST(buf_json_escape_shows_invalid_utf8_as_text) {
+    fg_buf_t b;
+    fg_buf_init(&b, 128);
+    /* é is kept; a stray continuation, an overlong '/', a surrogate and a cut sequence are not
+     * UTF-8 and come out as \xNN, so the line stays valid JSON. */
+    ck_assert_int_eq(fg_buf_append_json_escaped(&b, "\xc3\xa9\x80\xc0\xaf\xed\xa0\x80\xe2\x82", 10),
+                     FG_OK);
+    ck_assert_str_eq(b.data, "\xc3\xa9\\\\x80\\\\xc0\\\\xaf\\\\xed\\\\xa0\\\\x80\\\\xe2\\\\x82");
+    json_error_t e;
+    char doc[256];
+    snprintf(doc, sizeof doc, "\"%s\"", b.data);
+    json_t *j = json_loads(doc, JSON_DECODE_ANY, &e);
+    ck_assert_msg(j != NULL, "not JSON: %s", doc);
+    json_decref(j);
+    fg_buf_free(&b);
+}
+END_TEST
+
+START_TEST(json_string_clean_escapes_and_cuts) {
+    bool cut = false;
+    json_t *j = fg_json_string_clean("/p/\xff\xfe", 5, 64, &cut);
+    ck_assert_str_eq(json_string_value(j), "/p/\\xff\\xfe");
+    ck_assert(!cut);
+    json_decref(j);
+    j = fg_json_string_clean("a\0b", 3, 64, NULL);
+    ck_assert_str_eq(json_string_value(j), "a\\x00b");
+    json_decref(j);
+    /* Cut at a character boundary: the 2-byte é does not fit in the last byte. */
+    j = fg_json_string_clean("abc\xc3\xa9", 5, 4, &cut);
+    ck_assert_str_eq(json_string_value(j), "abc");
+    ck_assert(cut);
+    json_decref(j);
+}
+END_TEST
+
 static const struct {
     const char *in;
     int64_t min, max;
@@ -194,6 +229,8 @@ static Suite *core_suite(void) {
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, buf_refuses_growth_past_max_and_stays_unchanged);
     tcase_add_test(tc, buf_json_escape_escapes_quotes_and_controls);
+    tcase_add_test(tc, buf_json_escape_shows_invalid_utf8_as_text);
+    tcase_add_test(tc, json_string_clean_escapes_and_cuts);
     tcase_add_loop_test(tc, parse_int64_table, 0, sizeof int_cases / sizeof int_cases[0]);
     tcase_add_test(tc, parse_hostport_accepts_v4_v6_names);
     tcase_add_test(tc, parse_hostport_refuses_bad_forms);

@@ -10,6 +10,8 @@
 #include "testmain.h"
 
 #include <check.h>
+#include <signal.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -237,6 +239,57 @@ START_TEST(script_is_reloaded_after_script_flush) {
 }
 END_TEST
 
+/* After Redis refused a caller, the limiter answers that caller itself until the exact
+ * Retry-After time: the bucket deleted behind its back (Redis would now say yes) changes
+ * nothing until then, and the first call after it asks Redis again. */
+START_TEST(refused_key_is_answered_locally_until_retry_after) {
+    fg_rate_conf_t c = conf();
+    c.read_per_minute = 60; /* one call a second */
+    c.read_burst = 2;
+    fg_ratelimit_t *rl;
+    fg_redis_t *r;
+    ck_assert_int_eq(fg_redis_new(&r, redis.url, 1, 200), FG_OK);
+    ck_assert_int_eq(fg_ratelimit_new(&rl, &c, r), FG_OK);
+    char who[64], key[96];
+    snprintf(who, sizeof who, "%s", unique("hammer"));
+    snprintf(key, sizeof key, "fg:rl:r:u:%s", who);
+    ck_assert_int_eq(count_allowed(rl, NULL, FG_RL_READ, who, NULL, 3, false), 2);
+    const char *del[] = {"DEL", key};
+    ck_assert_int_eq(fg_redis_command(r, 2, del), FG_OK);
+    fg_rate_result_t res;
+    fg_ratelimit_charge(rl, FG_RL_READ, who, NULL, 1000, false, &res);
+    ck_assert(!res.allowed);
+    ck_assert(!res.local); /* not a fallback: Redis's own answer, remembered */
+    ck_assert_int_eq(res.retry_after_s, 1);
+    usleep(1500000); /* past the wait (about 1 s) */
+    fg_ratelimit_charge(rl, FG_RL_READ, who, NULL, 1000, false, &res);
+    ck_assert(res.allowed);
+    ck_assert_uint_eq(fg_ratelimit_fallbacks(rl), 0);
+    fg_ratelimit_free(rl);
+    fg_redis_free(r);
+}
+END_TEST
+
+START_TEST(refusals_per_address_are_bounded) {
+    fg_rate_conf_t c = conf();
+    c.refusals_per_minute = 1;
+    c.refusal_burst = 3;
+    fg_ratelimit_t *rl;
+    fg_rate_result_t res;
+    ck_assert_int_eq(fg_ratelimit_new(&rl, &c, NULL), FG_OK);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(fg_ratelimit_refusal_check(rl, "192.0.2.7", &res), FG_OK);
+        fg_ratelimit_refusal_charge(rl, "192.0.2.7");
+    }
+    ck_assert_int_eq(fg_ratelimit_refusal_check(rl, "192.0.2.7", &res), FG_OK);
+    fg_ratelimit_refusal_charge(rl, "192.0.2.7");
+    ck_assert_int_eq(fg_ratelimit_refusal_check(rl, "192.0.2.7", &res), FG_ETOOBIG);
+    ck_assert_int_ge(res.retry_after_s, 1);
+    ck_assert_int_eq(fg_ratelimit_refusal_check(rl, "192.0.2.8", &res), FG_OK);
+    fg_ratelimit_free(rl);
+}
+END_TEST
+
 START_TEST(redis_down_falls_back_to_local_buckets) {
     fg_rate_conf_t c = conf();
     fg_ratelimit_t *rl;
@@ -273,6 +326,70 @@ START_TEST(redis_restart_is_survived) {
     ck_assert(res.allowed);
     fg_ratelimit_free(rl);
     fg_redis_free(r);
+}
+END_TEST
+
+typedef struct {
+    fg_redis_t *r;
+    int rc;
+    uint64_t took_ns;
+} ping_t;
+
+static void *ping_main(void *arg) {
+    ping_t *p = arg;
+    const char *ping[] = {"PING"};
+    uint64_t t0 = fg_now_ns();
+    p->rc = fg_redis_command(p->r, 1, ping);
+    p->took_ns = fg_now_ns() - t0;
+    return NULL;
+}
+
+/* A hung Redis (SIGSTOP: it accepts connections and answers nothing). After the first call
+ * pays its timeout, the pool's circuit is open: calls on every slot (other threads) fail at
+ * once instead of each waiting a timeout; after SIGCONT a probe closes it again. */
+START_TEST(hung_redis_opens_the_circuit_for_every_slot) {
+    enum { TIMEOUT_MS = 400, THREADS = 6 };
+    tr_redis_t mine;
+    ck_assert_int_eq(tr_redis_start(&mine), 0);
+    fg_redis_t *r;
+    ck_assert_int_eq(fg_redis_new(&r, mine.url, THREADS + 1, TIMEOUT_MS), FG_OK);
+    const char *ping[] = {"PING"};
+    ck_assert_int_eq(fg_redis_command(r, 1, ping), FG_OK);
+    /* Every thread's slot connected while Redis was alive. */
+    ping_t p[THREADS];
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        p[i] = (ping_t){.r = r};
+        pthread_create(&t[i], NULL, ping_main, &p[i]);
+        pthread_join(t[i], NULL);
+        ck_assert_int_eq(p[i].rc, FG_OK);
+    }
+    ck_assert_int_eq(kill(mine.pid, SIGSTOP), 0);
+    ck_assert_int_eq(fg_redis_command(r, 1, ping), FG_EIO); /* pays the timeout, opens */
+    /* Fresh threads get other slots (connected, not yet failed themselves). */
+    int slow = 0;
+    for (int i = 0; i < THREADS; i++) {
+        p[i] = (ping_t){.r = r};
+        pthread_create(&t[i], NULL, ping_main, &p[i]);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        ck_assert_int_eq(p[i].rc, FG_EIO);
+        slow += p[i].took_ns >= (uint64_t)TIMEOUT_MS * 1000000ull / 2;
+    }
+    /* At most one may be a probe that waited (if the backoff passed meanwhile on a slow
+     * machine); without the breaker all of them would. */
+    ck_assert_int_le(slow, 1);
+    ck_assert_int_eq(kill(mine.pid, SIGCONT), 0);
+    int rc = FG_EIO;
+    for (int i = 0; i < 100 && rc != FG_OK; i++) {
+        rc = fg_redis_command(r, 1, ping);
+        if (rc != FG_OK)
+            usleep(50000);
+    }
+    ck_assert_int_eq(rc, FG_OK);
+    fg_redis_free(r);
+    tr_redis_stop(&mine);
 }
 END_TEST
 
@@ -339,7 +456,10 @@ static Suite *ratelimit_suite(void) {
     tcase_add_test(tc, list_remainder_is_forced_after_the_answer);
     tcase_add_test(tc, script_is_reloaded_after_script_flush);
     tcase_add_test(tc, redis_down_falls_back_to_local_buckets);
+    tcase_add_test(tc, refused_key_is_answered_locally_until_retry_after);
+    tcase_add_test(tc, refusals_per_address_are_bounded);
     tcase_add_test(tc, redis_restart_is_survived);
+    tcase_add_test(tc, hung_redis_opens_the_circuit_for_every_slot);
     tcase_add_test(tc, stream_slots_are_leased_and_released);
     tcase_add_test(tc, redis_urls);
     suite_add_tcase(s, tc);
