@@ -73,6 +73,39 @@ unsigned fg_streams_open(const fg_streams_t *ss);
 int fg_stream_start_kube(fg_streams_t *ss, fg_req_t *req, const char *cluster, const char *path,
                          const fg_stream_opts_t *opts);
 
+/* ---- several pods in one stream (an app's logs) --------------------------- */
+
+typedef struct {
+    char cluster[64];
+    char pod[254];
+} fg_stream_pod_t;
+
+/* Lists the pods to follow now (at most max into pods) and returns how many; *ok false when it
+ * cannot tell now (the set is kept). Called on the loop thread. */
+typedef size_t (*fg_stream_discover_fn)(void *ud, fg_stream_pod_t *pods, size_t max, bool *ok);
+
+#define FG_STREAM_GROUP_MAX 64 /* pods in one stream */
+
+typedef struct {
+    const char *ns;        /* the pods' namespace */
+    const char *query;     /* the log query of the pods there at the start ("?follow=true...") */
+    const char *new_query; /* of pods that appear later (their log from its start) */
+    bool follow;
+    const fg_stream_pod_t *pods; /* the pods at the start (copied) */
+    size_t npods;
+    fg_stream_discover_fn discover; /* with follow: asked every 2 s; NULL: none */
+    void *ud;                       /* owned by the stream from now on: freed with ud_free */
+    void (*ud_free)(void *);
+} fg_stream_group_t;
+
+/* Hands req over to a stream of the logs of several pods, each line prefixed "[CLUSTER/POD] "
+ * (lines of different pods interleave only at line ends; a line longer than 16 KiB is cut).
+ * Answers 200 at once. Without follow it ends when every pod's log has; with follow it stays
+ * open and pods that discover lists later join it. FG_OK (parked), or an error having replied.
+ */
+int fg_stream_start_group(fg_streams_t *ss, fg_req_t *req, const fg_stream_group_t *g,
+                          const fg_stream_opts_t *opts);
+
 /* ---- exec sessions (WebSocket, v5/v4 channels passed through) ----------- */
 
 typedef struct fg_exec fg_exec_t;

@@ -54,6 +54,7 @@ int fg_api_get_cluster(fg_req_t *req);
  * (src/api/exec.c). */
 int fg_api_get_pod_logs(fg_req_t *req);
 int fg_api_exec_pod(fg_req_t *req);
+int fg_api_get_app_logs(fg_req_t *req);
 /* The one cluster pod is in (after ?cluster=) into cluster: 404 when none, 409 when several. */
 bool fg_api_pod_cluster_or_reply(fg_req_t *req, const char *project, const char *pod, char *cluster,
                                  size_t len);

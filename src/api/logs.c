@@ -105,9 +105,10 @@ static void log_session_end(fg_req_t *req, const fg_stream_stats_t *st, void *ud
     char start[40], end[40];
     fg_format_time_ms(st->start_ms, start, sizeof start);
     fg_format_time_ms(st->end_ms, end, sizeof end);
+    const char *pod = fg_req_param(req, "pod");
     json_t *session = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:s}", "kind", "logs", "cluster",
-                                st->cluster, "pod", fg_req_param(req, "pod"), "start", start, "end",
-                                end, "bytesIn", (json_int_t)st->bytes_in, "bytesOut",
+                                st->cluster, "pod", pod ? pod : "*", "start", start, "end", end,
+                                "bytesIn", (json_int_t)st->bytes_in, "bytesOut",
                                 (json_int_t)st->bytes_out, "endedBy", st->end);
     const char *container = fg_req_query(req, "container");
     if (container)
@@ -136,5 +137,107 @@ int fg_api_get_pod_logs(fg_req_t *req) {
                              .renew = renew_slot,
                              .renew_s = fg_auth_stream_renew_s(req)};
     fg_stream_start_kube(api->streams, req, cluster, path, &opts);
+    return FG_OK;
+}
+
+/* ---- an app's pods across clusters ------------------------------------------ */
+
+/* What the stream loop asks every 2 s: the app's pods now (owned by the stream). */
+typedef struct {
+    fg_api_t *api;
+    char project[64], app[64];
+} app_pods_t;
+
+/* The pods of the app in one cluster's part of the cache (an HSCAN of the project's pods: the
+ * cache keeps no index by app). false when Redis cannot answer. */
+static bool scan_cluster(const app_pods_t *d, const char *cluster, fg_stream_pod_t *pods,
+                         size_t max, size_t *n) {
+    fg_cache_key_t k;
+    const char *key = fg_cache_key_objects(&k, "pod", cluster, d->project);
+    char cursor[32] = "0";
+    for (int page = 0; page < 200 && *n < max; page++) {
+        const char *argv[] = {"HSCAN", key, cursor, "COUNT", "500"};
+        fg_redis_reply_t *r = NULL;
+        if (fg_redis_query(d->api->redis, 5, argv, &r, NULL, 0) != FG_OK)
+            return false;
+        const fg_redis_reply_t *next = fg_redis_reply_at(r, 0), *kv = fg_redis_reply_at(r, 1);
+        size_t clen = 0;
+        const char *c = next ? fg_redis_reply_str(next, &clen) : NULL;
+        for (size_t i = 0; i + 1 < fg_redis_reply_len(kv) && *n < max; i += 2) {
+            size_t flen, vlen;
+            const char *f = fg_redis_reply_str(fg_redis_reply_at(kv, i), &flen);
+            const char *v = fg_redis_reply_str(fg_redis_reply_at(kv, i + 1), &vlen);
+            json_t *obj = v ? rd_parse_cached(v, vlen, NULL) : NULL;
+            const char *app = obj ? rd_str(obj, "app") : NULL;
+            if (app && strcmp(app, d->app) == 0 && flen < sizeof pods[0].pod) {
+                snprintf(pods[*n].cluster, sizeof pods[*n].cluster, "%s", cluster);
+                snprintf(pods[*n].pod, sizeof pods[*n].pod, "%.*s", (int)flen, f);
+                (*n)++;
+            }
+            json_decref(obj);
+        }
+        bool done = c == NULL || clen == 0 || clen >= sizeof cursor || (clen == 1 && c[0] == '0');
+        if (!done)
+            snprintf(cursor, sizeof cursor, "%.*s", (int)clen, c);
+        fg_redis_reply_free(r);
+        if (done)
+            break;
+    }
+    return true;
+}
+
+static size_t list_app_pods(void *ud, fg_stream_pod_t *pods, size_t max, bool *ok) {
+    const app_pods_t *d = ud;
+    size_t n = 0;
+    *ok = true;
+    for (size_t i = 0; i < d->api->cfg->nclusters && *ok; i++)
+        *ok = scan_cluster(d, d->api->cfg->clusters[i].name, pods, max, &n);
+    return n;
+}
+
+int fg_api_get_app_logs(fg_req_t *req) {
+    fg_api_t *api = fg_req_app(req);
+    const char *project = fg_req_param(req, "project"), *app = fg_req_param(req, "app");
+    char query[LOG_PATH_MAX / 2], new_query[LOG_PATH_MAX / 2];
+    const char *container;
+    bool follow, timestamps, ok;
+    if (!rd_name_or_reply(req, app) || !log_query_or_reply(req, query, sizeof query) ||
+        !rd_label_param_or_reply(req, "container", &container) ||
+        !fg_api_flag_or_reply(req, "follow", &follow) ||
+        !fg_api_flag_or_reply(req, "timestamps", &timestamps))
+        return FG_OK;
+    if (api->streams == NULL)
+        return fg_reply_problem(req, FG_PROBLEM_NOT_READY, "streams are not running here");
+    /* Pods that join later are read from their start. */
+    snprintf(new_query, sizeof new_query, "?follow=%s&timestamps=%s%s%s", follow ? "true" : "false",
+             timestamps ? "true" : "false", container ? "&container=" : "",
+             container ? container : "");
+    app_pods_t *d = fg_xcalloc(1, sizeof *d);
+    d->api = api;
+    snprintf(d->project, sizeof d->project, "%s", project);
+    snprintf(d->app, sizeof d->app, "%s", app);
+    fg_stream_pod_t pods[FG_STREAM_GROUP_MAX];
+    size_t n = list_app_pods(d, pods, FG_STREAM_GROUP_MAX, &ok);
+    if (!ok || n == 0) {
+        free(d);
+        return ok ? fg_reply_problem(req, FG_PROBLEM_NOT_FOUND, "no pod of app %s in project %s",
+                                     app, project)
+                  : fg_reply_problem(req, FG_PROBLEM_REDIS_UNAVAILABLE,
+                                     "the cache cannot list the app's pods now");
+    }
+    fg_stream_group_t g = {.ns = project,
+                           .query = query,
+                           .new_query = new_query,
+                           .follow = follow,
+                           .pods = pods,
+                           .npods = n,
+                           .discover = list_app_pods,
+                           .ud = d,
+                           .ud_free = free};
+    fg_stream_opts_t opts = {.content_type = "text/plain; charset=utf-8",
+                             .on_end = log_session_end,
+                             .renew = renew_slot,
+                             .renew_s = fg_auth_stream_renew_s(req)};
+    fg_stream_start_group(api->streams, req, &g, &opts);
     return FG_OK;
 }

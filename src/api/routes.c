@@ -27,6 +27,7 @@ static const fg_route_t routes[] = {
     READ("/v1/projects/{project}", fg_api_get_project),
     LIST("/v1/projects/{project}/apps", fg_api_list_apps),
     READ("/v1/projects/{project}/apps/{app}", fg_api_get_app),
+    STREAM("/v1/projects/{project}/apps/{app}/logs", fg_api_get_app_logs, FG_PERM_LOGS),
     LIST("/v1/projects/{project}/pods", fg_api_list_pods),
     READ("/v1/projects/{project}/pods/{pod}", fg_api_get_pod),
     STREAM("/v1/projects/{project}/pods/{pod}/logs", fg_api_get_pod_logs, FG_PERM_LOGS),

@@ -126,6 +126,14 @@ static void sink_closed(fg_req_t *req, void *ud, bool client_gone) {
 
 /* ---- the source: callbacks on the loop thread ---------------------------- */
 
+void fg_stream_ring_put(stream_t *st, const char *data, size_t len) {
+    size_t tail = (st->head + st->len) % st->cap;
+    size_t run = st->cap - tail < len ? st->cap - tail : len;
+    memcpy(st->buf + tail, data, run);
+    memcpy(st->buf, data + run, len - run);
+    st->len += len;
+}
+
 static int source_data(void *ud, const char *data, size_t len) {
     stream_t *st = ud;
     int rc = FG_OK;
@@ -138,11 +146,7 @@ static int source_data(void *ud, const char *data, size_t len) {
         st->up_paused = true;
         rc = FG_EAGAIN;
     } else {
-        size_t tail = (st->head + st->len) % st->cap;
-        size_t run = st->cap - tail < len ? st->cap - tail : len;
-        memcpy(st->buf + tail, data, run);
-        memcpy(st->buf, data + run, len - run);
-        st->len += len;
+        fg_stream_ring_put(st, data, len);
         st->bytes_in += len;
     }
     pthread_mutex_unlock(&st->mu);
@@ -188,6 +192,8 @@ static void source_done(void *ud, fg_kube_watch_t *w, int rc, const fg_kube_erro
 /* ---- the loop ------------------------------------------------------------ */
 
 static void stop_source(stream_t *st) {
+    if (st->group != NULL)
+        fg_group_stop(st);
     if (st->up != NULL) {
         fg_kube_watch_free(st->up);
         st->up = NULL;
@@ -218,6 +224,7 @@ static void stream_free(stream_t *st) {
     stop_source(st);
     fg_http_stream_release(st->http);
     pthread_mutex_destroy(&st->mu);
+    fg_group_free(st->group);
     free(st->buf);
     free(st->path);
     free(st->cluster);
@@ -233,6 +240,10 @@ static void start(fg_streams_t *ss, stream_t *st) {
     if (ss->all)
         ss->all->prev = st;
     ss->all = st;
+    if (st->group != NULL) {
+        fg_group_start(ss, st);
+        return;
+    }
     if (fg_kube_stream_new(&st->up, st->client, st->path, source_data, source_done, st) != FG_OK ||
         fg_kube_loop_add(ss->kloop, st->up) != FG_OK) {
         FG_LOG(FG_LOG_ERROR, NULL, "stream to cluster %s: cannot start %s", st->cluster, st->path);
@@ -281,6 +292,8 @@ static bool run_commands(fg_streams_t *ss) {
                 pthread_mutex_unlock(&st->mu);
                 if (st->up != NULL)
                     fg_kube_stream_resume(st->up); /* may call source_data at once */
+                if (st->group != NULL)
+                    fg_group_resume(st);
                 break;
             case CMD_CLOSED:
                 closed(ss, st);
@@ -362,6 +375,9 @@ static void *loop_main(void *arg) {
             last_tick = fg_now_ns();
             check_stalls(ss);
             renew_leases(ss);
+            for (stream_t *g = ss->all; g != NULL; g = g->next)
+                if (g->group != NULL)
+                    fg_group_tick(ss, g);
             fg_exec_tick(ss);
         }
     }
@@ -469,19 +485,10 @@ fg_kube_client_t *fg_stream_client(fg_streams_t *ss, const char *cluster) {
     return NULL;
 }
 
-int fg_stream_start_kube(fg_streams_t *ss, fg_req_t *req, const char *cluster, const char *path,
-                         const fg_stream_opts_t *opts) {
-    fg_kube_client_t *client = fg_stream_client(ss, cluster);
-    if (client == NULL) {
-        fg_reply_problem(req, FG_PROBLEM_NOT_FOUND, "no cluster %s is configured", cluster);
-        return FG_ENOENT;
-    }
-    stream_t *st = fg_xcalloc(1, sizeof *st);
+/* Builds a stream for req and parks it; FG_OK, or an error having replied. */
+static int hand_over(fg_streams_t *ss, fg_req_t *req, stream_t *st, const fg_stream_opts_t *opts) {
     st->kind = EP_STREAM;
     st->ss = ss;
-    st->client = client;
-    st->path = fg_xstrdup(path);
-    st->cluster = fg_xstrdup(cluster);
     st->content_type = fg_xstrdup(opts->content_type);
     st->opts = *opts;
     st->opts.content_type = st->content_type;
@@ -494,12 +501,8 @@ int fg_stream_start_kube(fg_streams_t *ss, fg_req_t *req, const char *cluster, c
     fg_http_stream_ops_t ops = {
         .resume = sink_resume, .read = sink_read, .closed = sink_closed, .ud = st};
     if (fg_req_park(req, &ops, &st->http) != FG_OK) {
-        pthread_mutex_destroy(&st->mu);
-        free(st->buf);
-        free(st->path);
-        free(st->cluster);
-        free(st->content_type);
-        free(st);
+        st->http = NULL;
+        stream_free(st);
         fg_reply_problem(req, FG_PROBLEM_INTERNAL, "the stream could not be started");
         return FG_ERR;
     }
@@ -511,4 +514,27 @@ int fg_stream_start_kube(fg_streams_t *ss, fg_req_t *req, const char *cluster, c
     fg_metric_add(ss->m_open, NULL, 1);
     fg_stream_post(ss, CMD_START, st);
     return FG_OK;
+}
+
+int fg_stream_start_kube(fg_streams_t *ss, fg_req_t *req, const char *cluster, const char *path,
+                         const fg_stream_opts_t *opts) {
+    fg_kube_client_t *client = fg_stream_client(ss, cluster);
+    if (client == NULL) {
+        fg_reply_problem(req, FG_PROBLEM_NOT_FOUND, "no cluster %s is configured", cluster);
+        return FG_ENOENT;
+    }
+    stream_t *st = fg_xcalloc(1, sizeof *st);
+    st->client = client;
+    st->path = fg_xstrdup(path);
+    st->cluster = fg_xstrdup(cluster);
+    return hand_over(ss, req, st, opts);
+}
+
+int fg_stream_start_group(fg_streams_t *ss, fg_req_t *req, const fg_stream_group_t *g,
+                          const fg_stream_opts_t *opts) {
+    stream_t *st = fg_xcalloc(1, sizeof *st);
+    st->cluster = fg_xstrdup("*");
+    st->group = fg_group_new(g);
+    st->headers_ok = true; /* one answer for many pods: 200 now, each pod's trouble is a line */
+    return hand_over(ss, req, st, opts);
 }

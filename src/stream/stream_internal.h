@@ -61,6 +61,8 @@ struct stream {
     /* loop thread only */
     uint64_t next_renew_ns;
     fg_kube_watch_t *up;
+    struct group *group; /* an app's pods (group.c); NULL for one source. Set before the loop
+                            has the stream, then the loop's */
     stream_t *prev, *next;
 };
 
@@ -85,6 +87,18 @@ struct fg_streams {
 void fg_stream_post(fg_streams_t *ss, cmd_kind_t kind, void *st);
 /* The client of the named cluster, or NULL. */
 fg_kube_client_t *fg_stream_client(fg_streams_t *ss, const char *cluster);
+
+/* Appends len bytes to st's buffer (the caller holds st->mu and checked the room). */
+void fg_stream_ring_put(stream_t *st, const char *data, size_t len);
+
+/* group.c (a stream over several pods' logs): made on the request thread, then run on the loop
+ * thread: */
+struct group *fg_group_new(const fg_stream_group_t *g);
+void fg_group_start(fg_streams_t *ss, stream_t *st);
+void fg_group_stop(stream_t *st);   /* stops every source */
+void fg_group_resume(stream_t *st); /* unpauses the paused sources */
+void fg_group_tick(fg_streams_t *ss, stream_t *st);
+void fg_group_free(struct group *g);
 
 /* exec.c, on the loop thread: */
 void fg_exec_begin(fg_streams_t *ss, fg_exec_t *x); /* CMD_EXEC_START */

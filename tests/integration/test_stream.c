@@ -28,6 +28,8 @@
 #define KS_TOKEN "logs-test-token"
 #define CLUSTER  "east-a"
 #define ZONE     "zone-a"
+#define CLUSTER2 "west-b" /* kubesim's second cluster, at ks_port + 1 */
+#define ZONE2    "zone-b"
 #define STREAMS  2 /* rate_limits.streams_per_principal */
 
 static tr_redis_t redis;
@@ -36,7 +38,7 @@ static tc_t cache;
 static pid_t daemon_pid, ks_pid;
 static uint16_t port, ks_port;
 static char ks_dir[64];
-static fg_kube_client_t *kc;
+static fg_kube_client_t *kc, *kc2;
 static char *dev, *other, *viewer, *op;
 
 static void sleep_ms(int ms) {
@@ -71,7 +73,7 @@ static int ks_try_start(void) {
         int null = open("/dev/null", O_WRONLY);
         dup2(null, STDERR_FILENO);
         close(pipefd[0]);
-        execl(th_bin("kubesim"), "kubesim", "--clusters", "1", "--base-port", ports, "--token",
+        execl(th_bin("kubesim"), "kubesim", "--clusters", "2", "--base-port", ports, "--token",
               KS_TOKEN, "--tls-dir", tls, "--pod-start-ms", "0", "--log-lines-per-second", "20",
               (char *)NULL);
         _exit(127);
@@ -88,14 +90,19 @@ static int ks_try_start(void) {
     return 0;
 }
 
-static long ks_call(fg_kube_method_t m, const char *path, const char *body) {
+static long ks_call_on(fg_kube_client_t *c, fg_kube_method_t m, const char *path,
+                       const char *body) {
     json_t *b = body ? json_loads(body, 0, NULL) : NULL, *out = NULL;
     long code = 0;
     fg_kube_error_t err;
-    fg_kube_request(kc, m, path, b, &out, &code, &err);
+    fg_kube_request(c, m, path, b, &out, &code, &err);
     json_decref(b);
     json_decref(out);
     return code;
+}
+
+static long ks_call(fg_kube_method_t m, const char *path, const char *body) {
+    return ks_call_on(kc, m, path, body);
 }
 
 static void ks_start(void) {
@@ -121,25 +128,39 @@ static void ks_start(void) {
                            .ca_file = ca};
     fg_kube_error_t err;
     ck_assert_int_eq(fg_kube_client_new(&kc, &c, NULL, &err), FG_OK);
-    ck_assert_int_eq(ks_call(FG_KUBE_POST, "/api/v1/namespaces",
-                             "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":"
-                             "{\"name\":\"shop\"}}"),
-                     201);
+    static char url2[64];
+    snprintf(url2, sizeof url2, "https://127.0.0.1:%u", (unsigned)ks_port + 1);
+    fg_cluster_conf_t c2 = c;
+    c2.name = CLUSTER2;
+    c2.zone = ZONE2;
+    c2.url = url2;
+    ck_assert_int_eq(fg_kube_client_new(&kc2, &c2, NULL, &err), FG_OK);
+    static const char ns[] =
+        "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"shop\"}}";
+    ck_assert_int_eq(ks_call(FG_KUBE_POST, "/api/v1/namespaces", ns), 201);
+    ck_assert_int_eq(ks_call_on(kc2, FG_KUBE_POST, "/api/v1/namespaces", ns), 201);
 }
 
-/* A running pod in kubesim, named in the cache as the informers would. */
-static void make_pod(const char *name, int containers) {
+/* A running pod of app web in kubesim's cluster 1 or 2, named in the cache as the informers
+ * would. */
+static void make_pod_in(int cl, const char *name, int containers) {
     char body[1024];
     snprintf(body, sizeof body,
              "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"labels\":"
              "{\"app\":\"web\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"nginx:1\"}"
              "%s]}}",
              name, containers > 1 ? ",{\"name\":\"side\",\"image\":\"envoy:1\"}" : "");
-    ck_assert_int_eq(ks_call(FG_KUBE_POST, "/api/v1/namespaces/shop/pods", body), 201);
-    char *j = tc_pod_json("shop", CLUSTER, ZONE, name, "web", "Running", NULL, "101");
-    ck_assert_int_eq(tc_put(&cache, "pod", CLUSTER, "shop", name, j), 0);
+    ck_assert_int_eq(ks_call_on(cl ? kc2 : kc, FG_KUBE_POST, "/api/v1/namespaces/shop/pods", body),
+                     201);
+    const char *cluster = cl ? CLUSTER2 : CLUSTER, *zone = cl ? ZONE2 : ZONE;
+    char *j = tc_pod_json("shop", cluster, zone, name, "web", "Running", NULL, "101");
+    ck_assert_int_eq(tc_put(&cache, "pod", cluster, "shop", name, j), 0);
     free(j);
     sleep_ms(300); /* kubesim's kubelet starts it (pod-start-ms 0, next controller pass) */
+}
+
+static void make_pod(const char *name, int containers) {
+    make_pod_in(0, name, containers);
 }
 
 static void setup(void) {
@@ -156,6 +177,9 @@ static void setup(void) {
         " \"openapi_file\": \"api/openapi.yaml\", \"docs_file\": \"/nonexistent\","
         " \"clusters\": [{\"name\": \"" CLUSTER "\", \"zone\": \"" ZONE "\","
         "   \"region\": \"r\", \"url\": \"https://127.0.0.1:%u\", \"token_file\": \"%s/token\","
+        "   \"ca_file\": \"%s/tls/ca.crt\"},"
+        "  {\"name\": \"" CLUSTER2 "\", \"zone\": \"" ZONE2 "\","
+        "   \"region\": \"r\", \"url\": \"https://127.0.0.1:%u\", \"token_file\": \"%s/token\","
         "   \"ca_file\": \"%s/tls/ca.crt\"}],"
         " \"auth\": {\"issuer\": \"https://id.test\", \"audience\": \"fleetgate\","
         "  \"keys\": [{\"kid\": \"rsa1\", \"pem_file\": \"%s\", \"algs\": [\"RS256\"]}],"
@@ -163,13 +187,16 @@ static void setup(void) {
         " \"rate_limits\": {\"streams_per_principal\": %d, \"stream_lease_s\": 5,"
         " \"redis_timeout_ms\": 2000},"
         " \"streams\": {\"exec_idle_timeout_s\": 3}}",
-        redis.url, (unsigned)ks_port, ks_dir, ks_dir, keys.rsa_pub, keys.dir, STREAMS);
+        redis.url, (unsigned)ks_port, ks_dir, ks_dir, (unsigned)ks_port + 1, ks_dir, ks_dir,
+        keys.rsa_pub, keys.dir, STREAMS);
     char log[160];
     snprintf(log, sizeof log, "%s/daemon.log", keys.dir);
     daemon_pid = th_daemon_start(cfg, &port, log);
     ck_assert_int_gt(daemon_pid, 0);
     ck_assert_int_eq(tc_cluster(&cache, CLUSTER, ZONE, "Healthy", fg_wall_ms(), ""), 0);
     ck_assert_int_eq(tc_sync_all(&cache, CLUSTER, "1000", fg_wall_ms()), 0);
+    ck_assert_int_eq(tc_cluster(&cache, CLUSTER2, ZONE2, "Healthy", fg_wall_ms(), ""), 0);
+    ck_assert_int_eq(tc_sync_all(&cache, CLUSTER2, "1000", fg_wall_ms()), 0);
     dev = token("dana", "\"projects\": {\"shop\": \"developer\"}");
     other = token("otto", "\"projects\": {\"blog\": \"operator\"}");
     viewer = token("vera", "\"projects\": {\"shop\": \"viewer\"}");
@@ -187,6 +214,7 @@ static void teardown(void) {
     }
     unlink(path);
     fg_kube_client_free(kc);
+    fg_kube_client_free(kc2);
     kill(ks_pid, SIGKILL);
     waitpid(ks_pid, NULL, 0);
     char cmd[160];
@@ -411,6 +439,37 @@ START_TEST(slow_reader_keeps_memory_bounded_and_drain_ends_streams) {
 }
 END_TEST
 
+START_TEST(app_logs_merge_every_pod_and_follow_new_ones) {
+    setup();
+    make_pod_in(0, "web-a1", 1);
+    make_pod_in(1, "web-b1", 1);
+    th_resp_t r;
+    ck_assert_int_eq(get_as("/v1/projects/shop/apps/web/logs?tailLines=2", dev, &r), 200);
+    ck_assert_int_eq(count_lines(r.body, "[" CLUSTER "/web-a1] "), 2);
+    ck_assert_int_eq(count_lines(r.body, "[" CLUSTER2 "/web-b1] "), 2);
+    ck_assert_int_eq(count_lines(r.body, "\n"), 4);
+    th_resp_free(&r);
+    ck_assert_int_eq(get_as("/v1/projects/shop/apps/nope/logs", dev, &r), 404);
+    th_resp_free(&r);
+    ck_assert_int_eq(get_as("/v1/projects/shop/apps/web/logs", other, &r), 403);
+    th_resp_free(&r);
+    /* follow: both pods' lines come, then a pod that appears (a scale) joins */
+    int fd = open_follow("/v1/projects/shop/apps/web/logs?follow=true&tailLines=1", dev);
+    static char buf[1 << 18];
+    size_t len = 0;
+    read_for(fd, buf, sizeof buf, &len, 800);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "%s", buf);
+    ck_assert_ptr_nonnull(strstr(buf, "[" CLUSTER "/web-a1] "));
+    ck_assert_ptr_nonnull(strstr(buf, "[" CLUSTER2 "/web-b1] "));
+    make_pod_in(1, "web-b2", 1);
+    read_for(fd, buf, sizeof buf, &len, 3500);
+    ck_assert_msg(strstr(buf, "[" CLUSTER2 "/web-b2] ") != NULL, "the new pod did not join");
+    close(fd);
+    ck_assert(wait_streams_open(0, 1000));
+    teardown();
+}
+END_TEST
+
 /* ---- exec ---------------------------------------------------------------------- */
 
 /* Runs exec_client.py MODE with protocol as tok; returns its exit status, its output in out. */
@@ -621,6 +680,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, follow_sees_new_lines_and_disconnect_closes_upstream);
     tcase_add_test(tc, streams_past_the_limit_get_429);
     tcase_add_test(tc, slow_reader_keeps_memory_bounded_and_drain_ends_streams);
+    tcase_add_test(tc, app_logs_merge_every_pod_and_follow_new_ones);
     suite_add_tcase(s, tc);
     TCase *tx = tcase_create("exec");
     tcase_set_timeout(tx, 90);
