@@ -2,7 +2,8 @@
 # tests/bench/stream_bench.sh [STREAMS] [SECONDS]: follow streams of pod logs through fleetgate
 # (not in `make test`; `make bench-stream`). kubesim (one cluster, 10 pods writing
 # LINES_PER_S lines a second each), a private redis-server, fleetgate with its informers; then
-#   1. the reference, measured in the same run: 50 follows read straight from kubesim (TLS);
+#   1. the reference, measured in the same run: REF_STREAMS (default 10) follows read straight
+#      from kubesim (TLS, a thread each); REF_STREAMS=STREAMS compares at the same load;
 #   2. STREAMS (default 1000) follows through fleetgate, held SECONDS (default 15):
 #      fleetgate's RSS per stream (VmRSS once they are open, minus before), and the latency of
 #      each line (arrival minus kubesim's timestamp of the line) against the reference: p50/p99
@@ -16,6 +17,7 @@ FG_BUILD=${FG_BUILD:-build}
 STREAMS=${1:-1000}
 SECONDS_HELD=${2:-15}
 LINES_PER_S=${LINES_PER_S:-2}
+REF_STREAMS=${REF_STREAMS:-10}
 cd "$(dirname "$0")/../.."
 . tests/bench/lib.sh
 bench_tmp fg-stream-bench
@@ -83,7 +85,7 @@ get_p99() { # the p99 of 200 GETs of one pod, in ms
 idle_p99=$(get_p99)
 direct=$(/usr/bin/python3 tests/bench/stream_client.py direct \
     "$ks/api/v1/namespaces/demo/pods/web-{i}/log?follow=true&timestamps=true&tailLines=1" \
-    ks-token "$tmp/tls/ca.crt" 10 "$SECONDS_HELD")
+    ks-token "$tmp/tls/ca.crt" "$REF_STREAMS" "$SECONDS_HELD")
 /usr/bin/python3 tests/bench/stream_client.py gate 127.0.0.1 "$fg_port" "$token" "$STREAMS" \
     "$SECONDS_HELD" "$tmp/fleetgate.pid" >"$tmp/gate.json" &
 client=$!
@@ -91,7 +93,7 @@ sleep $((SECONDS_HELD / 2 + 1))
 busy_p99=$(get_p99)
 wait "$client"
 gate=$(cat "$tmp/gate.json")
-echo "$bench: reference, 10 follows straight from kubesim: $direct"
+echo "$bench: reference, $REF_STREAMS follows straight from kubesim: $direct"
 echo "$bench: $STREAMS follows through fleetgate: $gate"
 /usr/bin/python3 - "$direct" "$gate" "$idle_p99" "$busy_p99" <<'PY'
 import json, sys
