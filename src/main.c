@@ -7,6 +7,7 @@
  * the audit log; requests in flight finish with the keys they started with.
  */
 #include "fleetgate/api.h"
+#include "fleetgate/stream.h"
 #include "fleetgate/auth.h"
 #include "fleetgate/cache.h"
 #include "fleetgate/core.h"
@@ -216,6 +217,7 @@ int main(int argc, char **argv) {
     fg_redis_t *redis = NULL;
     fg_auth_t *auth = NULL;
     fg_informers_t *informers = NULL;
+    fg_streams_t *streams = NULL;
     fg_buf_t errs;
     fg_buf_init(&errs, 1 << 16);
     status = EXIT_RUNTIME;
@@ -231,6 +233,11 @@ int main(int argc, char **argv) {
         fg_log(FG_LOG_ERROR, NULL, "auth: %s", errs.data ? errs.data : "cannot start");
         goto out;
     }
+    fg_stream_limits_t slimits = {.buffer_bytes = (size_t)cfg->streams.buffer_kib << 10,
+                                  .stall_timeout_s = (int)cfg->streams.stall_timeout_s};
+    if (fg_streams_new(&streams, cfg, &slimits) != FG_OK)
+        goto out;
+    fg_api_set_streams(api, streams);
     size_t nroutes;
     const fg_route_t *routes = fg_api_routes(&nroutes);
     fg_http_options_t hopts = {
@@ -272,12 +279,14 @@ int main(int argc, char **argv) {
         fg_log(FG_LOG_INFO, NULL, "%s: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
         break;
     }
+    fg_streams_drain(streams); /* log follows end cleanly; the drain then sees them complete */
     drain(srv, &sigs, cfg->drain_timeout_s);
     status = 0;
 out:
     fg_informers_stop(informers); /* releases the leases: another replica takes over at once */
     fg_http_server_free(srv);
-    fg_log_flush(); /* every access line of the drained requests, before "stopped" */
+    fg_streams_free(streams); /* after the server: its requests' last words reach the loop */
+    fg_log_flush();           /* every access line of the drained requests, before "stopped" */
     fg_auth_free(auth);
     fg_redis_free(redis);
     fg_buf_free(&errs);

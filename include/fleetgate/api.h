@@ -18,6 +18,11 @@ typedef struct fg_api fg_api_t;
 int fg_api_new(fg_api_t **out, const fg_config_t *cfg);
 void fg_api_free(fg_api_t *api);
 
+/* Hands the stream loop (borrowed; it must outlive the server) to the debug handlers; without
+ * one they answer 503. */
+struct fg_streams;
+void fg_api_set_streams(fg_api_t *api, struct fg_streams *streams);
+
 /* The route table (static; lives for the process). */
 const fg_route_t *fg_api_routes(size_t *n);
 

@@ -179,4 +179,21 @@ int fg_auth_audit_intent(fg_req_t *req, const char *what);
  * already computed); the next calls wait instead. */
 void fg_auth_charge_items(fg_req_t *req, size_t nitems);
 
+/* Writes the audit line of a stream session (pod logs, exec) when it ends: the call's fields
+ * (principal, project, route, target; status is the answer's) and the members of session
+ * (borrowed: cluster, bytes, start, end...). FG_OK, or FG_EIO (counted; the session is over, so
+ * nothing is refused). From the stream's end callback, while req is valid. */
+int fg_auth_audit_session(const fg_req_t *req, unsigned status, const json_t *session);
+/* The audit line of a session that starts (a new reference): the call's fields with verb
+ * "session"; the session adds its own and writes it with fg_auth_write_audit when it ends. */
+json_t *fg_auth_session_line(const fg_req_t *req);
+/* Writes line to a's audit log (thread-safe; a outlives every session). FG_OK or FG_EIO. */
+int fg_auth_write_audit(fg_auth_t *a, const json_t *line);
+/* Renews the stream slot the gate took for req (a `stream` route), so a stream that lives
+ * longer than rate_limits.stream_lease_s keeps counting. FG_OK (also when req holds none), or
+ * what fg_ratelimit_stream_renew returns. Call it while req is valid, from any one thread. */
+int fg_auth_renew_stream(const fg_req_t *req);
+/* How often a stream should renew: a third of the lease, in seconds (at least 1). */
+int fg_auth_stream_renew_s(const fg_req_t *req);
+
 #endif

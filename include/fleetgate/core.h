@@ -31,6 +31,7 @@ enum {
     FG_ETOOBIG = -4,  /* a bound was hit (buffer, body, depth) */
     FG_EIO = -5,      /* a system call or a peer failed */
     FG_ETIMEOUT = -6, /* a deadline passed */
+    FG_EAGAIN = -7,   /* not now: nothing was taken, try again later (backpressure) */
 };
 
 /* ---- memory ------------------------------------------------------------ */
@@ -240,6 +241,14 @@ typedef struct {
     bool metrics_public;
 } fg_auth_conf_t;
 
+/* streams: long-lived log and exec streams (README.md "Debugging: pod logs and exec"). */
+typedef struct {
+    int64_t buffer_kib;          /* per log stream, between the cluster and the client */
+    int64_t stall_timeout_s;     /* a client reading nothing this long while it is full: dropped */
+    int64_t exec_idle_timeout_s; /* an exec with no frame either way this long is ended */
+    int64_t exec_max_session_s;  /* the longest an exec lives */
+} fg_streams_conf_t;
+
 /* rate_limits: GCRA limits per principal and per project (see README.md "Rate limits"). */
 typedef struct {
     bool enabled;
@@ -291,6 +300,7 @@ typedef struct {
     fg_auth_conf_t auth;
     fg_rate_conf_t rate;
     fg_cache_conf_t cache;
+    fg_streams_conf_t streams;
 } fg_config_t;
 
 /* Loads and validates a configuration file. Returns FG_OK with *out set (free with

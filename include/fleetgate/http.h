@@ -185,6 +185,11 @@ const char *fg_req_query(const fg_req_t *req, const char *name);
 const char *fg_req_header(const fg_req_t *req, const char *name);
 /* The parsed body of a FG_BODY_JSON route. Borrowed: the request owns it. */
 json_t *fg_req_json(const fg_req_t *req);
+/* Every value of a repeated query argument (?command=a&command=b), in order: at most max into
+ * out (borrowed from the connection); returns how many there are. */
+size_t fg_req_query_all(const fg_req_t *req, const char *name, const char **out, size_t max);
+/* The status of the reply sent (0 before one is). */
+unsigned fg_req_status(const fg_req_t *req);
 /* The matched route (NULL when none matched). */
 const fg_route_t *fg_req_route(const fg_req_t *req);
 void *fg_req_gate_ctx(const fg_req_t *req);
@@ -214,6 +219,103 @@ int fg_reply_problem(fg_req_t *req, fg_problem_t kind, const char *detail_fmt, .
  * replace. Steals the reference to ext; NULL adds none. */
 int fg_reply_problem_ext(fg_req_t *req, fg_problem_t kind, json_t *ext, const char *detail_fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* ---- streamed replies: answers that outlive their handler -------------- */
+
+/* A request handed over to a long-lived stream (stream/): the connection sleeps (suspended, no
+ * worker thread held) whenever the stream has nothing for it, and fg_http_stream_wake brings it
+ * back. Two references: http's (dropped when the request completes) and the owner's
+ * (fg_http_stream_release). */
+typedef struct fg_http_stream fg_http_stream_t;
+
+#define FG_HTTP_STREAM_EOF   (-1) /* read: the body is complete */
+#define FG_HTTP_STREAM_ABORT (-2) /* read: cut the connection (the body is incomplete) */
+
+typedef struct {
+    /* On a worker thread, when a parked request that has not replied is woken: replies once
+     * (fg_reply_stream, or any fg_reply_* such as a problem). */
+    int (*resume)(fg_req_t *req, void *ud);
+    /* On a worker thread, one call at a time, after fg_reply_stream: copies at most max body
+     * bytes into buf and returns how many; 0 when it has none now (the connection sleeps until
+     * the next wake); FG_HTTP_STREAM_EOF or FG_HTTP_STREAM_ABORT. */
+    long (*read)(void *ud, char *buf, size_t max);
+    /* Once, when the request completes (client_gone: it ended before the answer did). req is
+     * still valid during the call (for an audit line); no op is called after it. */
+    void (*closed)(fg_req_t *req, void *ud, bool client_gone);
+    void *ud;
+} fg_http_stream_ops_t;
+
+/* Parks req (from its handler, which then returns FG_OK without replying): ops (copied) take it
+ * from here. *out is the owner's reference. FG_OK, or FG_EINVAL when req already replied. */
+int fg_req_park(fg_req_t *req, const fg_http_stream_ops_t *ops, fg_http_stream_t **out);
+/* From ops.resume: answers status with a chunked body pulled through ops.read. */
+int fg_reply_stream(fg_req_t *req, unsigned status, const char *content_type);
+/* Thread-safe: makes a sleeping connection call ops.resume or ops.read again; a no-op once the
+ * request completed. */
+void fg_http_stream_wake(fg_http_stream_t *s);
+/* The client's socket (to watch for its hang-up; never read or write it), or -1. */
+int fg_http_stream_fd(const fg_http_stream_t *s);
+void fg_http_stream_release(fg_http_stream_t *s);
+
+/* ---- upgraded connections (WebSocket) --------------------------------- */
+
+typedef struct fg_http_upgraded fg_http_upgraded_t;
+/* Called on an HTTP worker once the 101 answer is sent: fd is the client's socket (non-blocking),
+ * the owner's to read and write but not to close; extra holds bytes the client sent after its
+ * request (borrowed for the call). End it with fg_http_upgraded_close. */
+typedef void (*fg_http_upgrade_fn)(void *ud, int fd, const char *extra, size_t extra_len,
+                                   fg_http_upgraded_t *u);
+/* Answers 101 Switching Protocols with `Upgrade: websocket` and the headers in hdrs (name,
+ * value, ..., NULL; copied), then hands the connection to fn. FG_OK or FG_ERR. */
+int fg_reply_upgrade(fg_req_t *req, const char *const *hdrs, fg_http_upgrade_fn fn, void *ud);
+/* Closes an upgraded connection (and frees u). */
+void fg_http_upgraded_close(fg_http_upgraded_t *u);
+
+/* ---- WebSocket framing (RFC 6455) ------------------------------------- */
+
+typedef enum {
+    FG_WS_CONTINUATION = 0x0,
+    FG_WS_TEXT = 0x1,
+    FG_WS_BINARY = 0x2,
+    FG_WS_CLOSE = 0x8,
+    FG_WS_PING = 0x9,
+    FG_WS_PONG = 0xA,
+} fg_ws_opcode_t;
+
+#define FG_WS_MAX_HEADER  14  /* 2 + 8 (64-bit length) + 4 (mask) */
+#define FG_WS_MAX_CONTROL 125 /* a control frame's payload */
+
+/* One frame's header, as parsed. */
+typedef struct {
+    bool fin;
+    uint8_t opcode;
+    bool masked;
+    uint8_t mask[4];
+    uint64_t payload_len;
+    size_t header_len; /* the payload starts at data + header_len */
+} fg_ws_frame_t;
+
+/* Parses the frame at the start of data[0..len). from_client: frames a client sends must be
+ * masked, a server's must not. Returns FG_OK with *f when the whole frame (header and
+ * payload) is in data; FG_EAGAIN when more bytes are needed (f untouched); FG_EINVAL on a
+ * protocol error (reserved bits, unknown opcode, a fragmented or longer-than-125 control frame,
+ * a length not in its shortest form or with the top bit set, the wrong masking); FG_ETOOBIG
+ * when the payload is longer than max_payload. */
+int fg_ws_parse(const uint8_t *data, size_t len, bool from_client, size_t max_payload,
+                fg_ws_frame_t *f);
+/* XORs data with mask starting at payload offset `offset` (masking and unmasking alike). */
+void fg_ws_mask(uint8_t *data, size_t len, const uint8_t mask[4], uint64_t offset);
+/* Writes a frame header for a payload of payload_len into out (FG_WS_MAX_HEADER bytes) and
+ * returns its length; mask NULL makes a server's (unmasked) frame. */
+size_t fg_ws_header(uint8_t *out, bool fin, uint8_t opcode, uint64_t payload_len,
+                    const uint8_t *mask);
+/* True when key is a Sec-WebSocket-Key: the base64 of 16 bytes (24 characters, "==" last). */
+bool fg_ws_key_valid(const char *key);
+/* A Sec-WebSocket-Key from 16 random bytes: 24 characters and a NUL into out (>= 25 bytes). */
+void fg_ws_key_from(const uint8_t raw[16], char *out);
+/* Sec-WebSocket-Accept for key: base64(SHA-1(key + GUID)), 28 characters and a NUL into out
+ * (at least 29 bytes). */
+void fg_ws_accept(const char *key, char *out);
 
 /* ---- request ids ------------------------------------------------------- */
 

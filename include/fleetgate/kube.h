@@ -258,6 +258,44 @@ typedef void (*fg_kube_get_done_cb)(void *ud, fg_kube_watch_t *req, int rc, char
                                     const fg_kube_error_t *err);
 int fg_kube_get_new(fg_kube_watch_t **out, fg_kube_client_t *c, const char *path,
                     fg_kube_get_done_cb on_done, void *ud);
+/* A raw byte stream in a loop (pod logs): on_data gets the body of a 2xx answer as it arrives,
+ * first once with len 0 when the headers are in (so the caller can answer before any byte),
+ * then with the bytes. on_data returns FG_OK when it took all len bytes, FG_EAGAIN to take none
+ * now: the transfer pauses (nothing more is read from the cluster, whose TCP window then fills)
+ * until fg_kube_stream_resume offers them again; anything else stops it. on_done as a watch's:
+ * FG_OK when the cluster ended the body, else the failure with err (a non-2xx answer's Status:
+ * its bytes never reach on_data). Freed with fg_kube_watch_free. FG_OK with *out, or
+ * FG_EINVAL. */
+typedef int (*fg_kube_data_cb)(void *ud, const char *data, size_t len);
+int fg_kube_stream_new(fg_kube_watch_t **out, fg_kube_client_t *c, const char *path,
+                       fg_kube_data_cb on_data, fg_kube_watch_done_cb on_done, void *ud);
+/* Unpauses a stream paused by on_data's FG_EAGAIN. From the loop's thread, between runs. */
+void fg_kube_stream_resume(fg_kube_watch_t *w);
+/* fg_kube_loop_run that also returns when extra_fd (an epoll or event fd of the caller's own
+ * loop; -1: none) is readable. */
+int fg_kube_loop_run_fd(fg_kube_loop_t *loop, int timeout_ms, int extra_fd, int *running);
+/* ---- upgraded connections (exec over WebSocket) --------------------------- */
+/* A connection to a member cluster switched to WebSocket (RFC 6455) by a 101 answer: after
+ * fg_kube_upgrade, bytes go both ways unchanged (the caller frames them). Non-blocking. */
+typedef struct fg_kube_conn fg_kube_conn_t;
+/* Connects (TLS and credentials as the client's requests), sends `GET path` as a WebSocket
+ * upgrade offering the subprotocols in protocols (a Sec-WebSocket-Protocol value), and waits up
+ * to timeout_ms for the answer. FG_OK with *out and the chosen subprotocol in chosen (at least
+ * 64 bytes; the cluster's answer must be 101 with the right Sec-WebSocket-Accept and one of the
+ * offered subprotocols). Otherwise FG_ERR (the cluster answered an error: err holds its
+ * Status), FG_ETIMEOUT, FG_EIO (no or a broken answer), FG_EINVAL (bad path), err filled. Blocks
+ * the calling thread. */
+int fg_kube_upgrade(fg_kube_client_t *c, const char *path, const char *protocols, long timeout_ms,
+                    fg_kube_conn_t **out, char *chosen, fg_kube_error_t *err);
+/* The socket, to wait on (never read or write it directly: TLS is in between). */
+int fg_kube_conn_fd(const fg_kube_conn_t *k);
+/* Sends up to len bytes: FG_OK with *n (may be less than len), FG_EAGAIN, or FG_EIO. */
+int fg_kube_conn_send(fg_kube_conn_t *k, const void *data, size_t len, size_t *n);
+/* Receives up to len bytes: FG_OK with *n (0: the cluster closed), FG_EAGAIN, or FG_EIO. Bytes
+ * that came with the 101 answer are returned first. */
+int fg_kube_conn_recv(fg_kube_conn_t *k, void *buf, size_t len, size_t *n);
+void fg_kube_conn_free(fg_kube_conn_t *k);
+
 /* The last resourceVersion the watch delivered (an event's or a bookmark's), or NULL. The
  * string belongs to the watch. */
 const char *fg_kube_watch_last_rv(const fg_kube_watch_t *w);

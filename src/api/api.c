@@ -79,3 +79,7 @@ void fg_api_free(fg_api_t *api) {
     free(api->docs);
     free(api);
 }
+
+void fg_api_set_streams(fg_api_t *api, struct fg_streams *streams) {
+    api->streams = streams;
+}

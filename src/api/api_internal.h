@@ -22,6 +22,7 @@ struct fg_api {
     struct fg_redis_mirror *pod_mirror;   /* local copies of pods for GET; owned; NULL: off */
     struct fg_fed *fed;                   /* the member clusters for placement (fed/); owned */
     struct fg_fed_reconciler *reconciler; /* owned; NULL when the cache is off */
+    struct fg_streams *streams;           /* the stream loop (logs, exec); borrowed; NULL: none */
 };
 
 /* The readiness checks, in the order /readyz reports them. */
@@ -65,5 +66,16 @@ int fg_api_resume_app(fg_req_t *req);
 int fg_api_restart_app(fg_req_t *req);
 int fg_api_stop_app(fg_req_t *req);
 int fg_api_get_cluster(fg_req_t *req);
+
+/* Debug: a pod's log streamed from its cluster (src/api/logs.c), exec over WebSocket
+ * (src/api/exec.c). */
+int fg_api_get_pod_logs(fg_req_t *req);
+int fg_api_exec_pod(fg_req_t *req);
+int fg_api_get_app_logs(fg_req_t *req);
+/* The one cluster pod is in (after ?cluster=) into cluster: 404 when none, 409 when several. */
+bool fg_api_pod_cluster_or_reply(fg_req_t *req, const char *project, const char *pod, char *cluster,
+                                 size_t len);
+/* A boolean query flag: absent is false; true/false (any case), else 422. */
+bool fg_api_flag_or_reply(fg_req_t *req, const char *name, bool *out);
 
 #endif

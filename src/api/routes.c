@@ -30,6 +30,8 @@ IDEMPOTENT(fg_api_stop_app)
 /* Writes: a JSON body (required, optional or none), the permission, the write rate class. */
 #define WRITE(m, p, h, body_, perm_)                                                               \
     { .method = m, .pattern = p, .handler = h, .body = body_, .perm = perm_, .rate = FG_RATE_WRITE }
+/* Long-lived streams: each holds one of the caller's stream slots while open. */
+#define STREAM(p, h, perm_) GET(p, h, perm_, FG_RATE_STREAM)
 
 static const fg_route_t routes[] = {
     META("/healthz", fg_api_healthz),
@@ -63,8 +65,11 @@ static const fg_route_t routes[] = {
           FG_BODY_NONE, FG_PERM_WRITE),
     WRITE("POST", "/v1/projects/{project}/apps/{app}:stop", fg_api_stop_app_once, FG_BODY_NONE,
           FG_PERM_WRITE),
+    STREAM("/v1/projects/{project}/apps/{app}/logs", fg_api_get_app_logs, FG_PERM_LOGS),
     LIST("/v1/projects/{project}/pods", fg_api_list_pods),
     READ("/v1/projects/{project}/pods/{pod}", fg_api_get_pod),
+    STREAM("/v1/projects/{project}/pods/{pod}/logs", fg_api_get_pod_logs, FG_PERM_LOGS),
+    STREAM("/v1/projects/{project}/pods/{pod}/exec", fg_api_exec_pod, FG_PERM_EXEC),
     LIST("/v1/projects/{project}/jobsets", fg_api_list_jobsets),
     READ("/v1/projects/{project}/jobsets/{jobset}", fg_api_get_jobset),
     LIST("/v1/projects/{project}/cronjobs", fg_api_list_cronjobs),

@@ -541,3 +541,44 @@ void fg_auth_charge_items(fg_req_t *req, size_t nitems) {
     res.allowed = true; /* this answer is already computed: the next calls wait */
     st->rate = res;
 }
+
+int fg_auth_audit_session(const fg_req_t *req, unsigned status, const json_t *session) {
+    const reqstate_t *st = fg_req_gate_state(req);
+    if (st == NULL)
+        return FG_OK;
+    json_t *line = audit_line(req, st, status);
+    json_object_set_new(line, "verb", json_string("session"));
+    json_object_set(line, "session", (json_t *)(uintptr_t)session);
+    int rc = fg_audit_write(st->auth->audit, line);
+    json_decref(line);
+    if (rc != FG_OK)
+        fg_metric_add(st->auth->m_audit_fail, NULL, 1);
+    return rc;
+}
+
+int fg_auth_renew_stream(const fg_req_t *req) {
+    const reqstate_t *st = fg_req_gate_state(req);
+    if (st == NULL || st->lease == NULL)
+        return FG_OK;
+    return fg_ratelimit_stream_renew(st->auth->rl, st->lease);
+}
+
+int fg_auth_stream_renew_s(const fg_req_t *req) {
+    const reqstate_t *st = fg_req_gate_state(req);
+    int64_t s = st ? st->auth->conf->rate.stream_lease_s / 3 : 20;
+    return s < 1 ? 1 : (int)s;
+}
+
+json_t *fg_auth_session_line(const fg_req_t *req) {
+    const reqstate_t *st = fg_req_gate_state(req);
+    json_t *line = st ? audit_line(req, st, 101) : json_object();
+    json_object_set_new(line, "verb", json_string("session"));
+    return line;
+}
+
+int fg_auth_write_audit(fg_auth_t *a, const json_t *line) {
+    int rc = fg_audit_write(a->audit, line);
+    if (rc != FG_OK)
+        fg_metric_add(a->m_audit_fail, NULL, 1);
+    return rc;
+}

@@ -281,6 +281,15 @@ static const key_t_ cache_keys[] = {
 };
 static const table_t cache_table = TABLE(cache_keys, 0);
 
+#define STREAMS_INT(field, def, lo, hi) KEY_INT(#field, CFG(streams.field), def, lo, hi)
+static const key_t_ streams_keys[] = {
+    STREAMS_INT(buffer_kib, 64, 32, 4096),
+    STREAMS_INT(stall_timeout_s, 30, 1, 3600),
+    STREAMS_INT(exec_idle_timeout_s, 600, 1, 86400),
+    STREAMS_INT(exec_max_session_s, 14400, 10, 604800),
+};
+static const table_t streams_table = TABLE(streams_keys, 0);
+
 static const key_t_ top_keys[] = {
     KEY_STRING("listen", CFG(listen), "127.0.0.1:8080", check_listen),
     KEY_INT("workers", CFG(workers), 4, 1, 256),
@@ -293,6 +302,7 @@ static const key_t_ top_keys[] = {
     KEY_OBJECT("auth", auth_table),
     KEY_OBJECT("rate_limits", rate_table),
     KEY_OBJECT("cache", cache_table),
+    KEY_OBJECT("streams", streams_table),
 };
 static const table_t top_table = TABLE(top_keys, sizeof(fg_config_t));
 

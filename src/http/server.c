@@ -65,7 +65,8 @@ struct fg_http_server {
 };
 
 /* What the watchdog knows of one connection; the connection's MHD socket context. */
-typedef enum { CONN_HEAD = 0, CONN_BODY, CONN_BUSY, CONN_SHUT } conn_phase_t;
+/* CONN_UPGRADED: a WebSocket; its owner (stream/) bounds it, the watchdog never touches it. */
+typedef enum { CONN_HEAD = 0, CONN_BODY, CONN_BUSY, CONN_SHUT, CONN_UPGRADED } conn_phase_t;
 
 typedef struct conn {
     struct conn *prev, *next;
@@ -110,7 +111,21 @@ struct fg_req {
     char *principal;  /* shown in the access log; NULL when anonymous */
     void *gate_state; /* the gate's per-request object */
     void (*gate_state_free)(void *);
-    bool sealed; /* the seal hook ran (it runs once, even when it refuses) */
+    bool sealed;              /* the seal hook ran (it runs once, even when it refuses) */
+    fg_http_stream_t *stream; /* set when the handler parked the request (fg_req_park) */
+};
+
+/* A parked request's link to its stream. mu guards suspended, woken and closed, which the
+ * owner's thread (wake) and the connection's worker (read, completion) both touch; ops, conn
+ * and fd are set at park and never change. */
+struct fg_http_stream {
+    pthread_mutex_t mu;
+    struct MHD_Connection *conn;
+    fg_http_stream_ops_t ops;
+    int fd;
+    bool suspended, woken, closed;
+    int refs; /* the owner, the request, and the response while one exists */
+    size_t bytes;
 };
 
 /* ---- request accessors ------------------------------------------------- */
@@ -163,6 +178,34 @@ json_t *fg_req_json(const fg_req_t *req) {
     return req->json;
 }
 
+typedef struct {
+    const char *name;
+    const char **out;
+    size_t max, n;
+} query_all_t;
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value) {
+    (void)kind;
+    query_all_t *q = cls;
+    if (key != NULL && strcmp(key, q->name) == 0) {
+        if (q->n < q->max)
+            q->out[q->n] = value ? value : "";
+        q->n++;
+    }
+    return MHD_YES;
+}
+
+size_t fg_req_query_all(const fg_req_t *req, const char *name, const char **out, size_t max) {
+    query_all_t q = {.name = name, .out = out, .max = max};
+    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, collect_arg, &q);
+    return q.n;
+}
+
+unsigned fg_req_status(const fg_req_t *req) {
+    return req->replied ? req->status : 0;
+}
+
 const fg_route_t *fg_req_route(const fg_req_t *req) {
     return req->match.route;
 }
@@ -200,6 +243,24 @@ void fg_req_add_header(fg_req_t *req, const char *name, const char *value) {
 
 static int reply_audit_unavailable(fg_req_t *req);
 
+/* The seal runs before anything is queued, so an audit line is on disk before the answer of the
+ * call it records leaves; false when it cannot be written (the answer becomes a 503). */
+static bool run_seal(fg_req_t *req, unsigned status) {
+    if (req->sealed || req->match.route == NULL || req->srv->opts.seal == NULL)
+        return true;
+    req->sealed = true;
+    return req->srv->opts.seal(req, status) == FG_OK;
+}
+
+static void add_headers(fg_req_t *req, struct MHD_Response *resp, const char *content_type) {
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    MHD_add_response_header(resp, "X-Request-Id", req->id);
+    for (size_t i = 0; i < req->nheaders; i++)
+        MHD_add_response_header(resp, req->headers[i].name, req->headers[i].value);
+    if (atomic_load(&req->srv->draining))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+}
+
 static int queue(fg_req_t *req, unsigned status, const char *content_type, void *data, size_t len,
                  enum MHD_ResponseMemoryMode mode) {
     if (req->replied) {
@@ -208,15 +269,10 @@ static int queue(fg_req_t *req, unsigned status, const char *content_type, void 
             free(data);
         return FG_ERR;
     }
-    /* The seal runs before anything is queued, so an audit line is on disk before the answer of
-     * the call it records leaves; when it cannot be written the answer becomes a 503. */
-    if (!req->sealed && req->match.route && req->srv->opts.seal) {
-        req->sealed = true;
-        if (req->srv->opts.seal(req, status) != FG_OK) {
-            if (mode == MHD_RESPMEM_MUST_FREE)
-                free(data);
-            return reply_audit_unavailable(req);
-        }
+    if (!run_seal(req, status)) {
+        if (mode == MHD_RESPMEM_MUST_FREE)
+            free(data);
+        return reply_audit_unavailable(req);
     }
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, data, mode);
     if (resp == NULL) {
@@ -224,12 +280,7 @@ static int queue(fg_req_t *req, unsigned status, const char *content_type, void 
             free(data);
         return FG_ERR;
     }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    MHD_add_response_header(resp, "X-Request-Id", req->id);
-    for (size_t i = 0; i < req->nheaders; i++)
-        MHD_add_response_header(resp, req->headers[i].name, req->headers[i].value);
-    if (atomic_load(&req->srv->draining))
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    add_headers(req, resp, content_type);
     enum MHD_Result r = MHD_queue_response(req->conn, status, resp);
     MHD_destroy_response(resp);
     req->replied = true;
@@ -267,6 +318,207 @@ static int reply_audit_unavailable(fg_req_t *req) {
                             "the audit log cannot be written, so the call is refused");
 }
 
+/* ---- streamed replies -------------------------------------------------- */
+
+static void stream_unref(fg_http_stream_t *s) {
+    pthread_mutex_lock(&s->mu);
+    int left = --s->refs;
+    pthread_mutex_unlock(&s->mu);
+    if (left > 0)
+        return;
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+/* Sleeps the connection unless a wake came since the last look. Called with s->mu held. */
+static bool sleep_unless_woken(fg_http_stream_t *s) {
+    if (s->woken) {
+        s->woken = false;
+        return false;
+    }
+    s->suspended = true;
+    MHD_suspend_connection(s->conn);
+    return true;
+}
+
+int fg_req_park(fg_req_t *req, const fg_http_stream_ops_t *ops, fg_http_stream_t **out) {
+    if (req->replied || req->stream != NULL)
+        return FG_EINVAL;
+    fg_http_stream_t *s = fg_xcalloc(1, sizeof *s);
+    pthread_mutex_init(&s->mu, NULL);
+    s->conn = req->conn;
+    s->ops = *ops;
+    s->refs = 2;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    s->fd = ci ? (int)ci->connect_fd : -1;
+    req->stream = s;
+    /* The owner cannot wake it before it has *out, so this sleep never misses a wake. */
+    pthread_mutex_lock(&s->mu);
+    sleep_unless_woken(s);
+    pthread_mutex_unlock(&s->mu);
+    *out = s;
+    return FG_OK;
+}
+
+void fg_http_stream_wake(fg_http_stream_t *s) {
+    pthread_mutex_lock(&s->mu);
+    s->woken = true;
+    if (s->suspended && !s->closed) {
+        s->suspended = false;
+        MHD_resume_connection(s->conn);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+int fg_http_stream_fd(const fg_http_stream_t *s) {
+    return s->fd;
+}
+
+void fg_http_stream_release(fg_http_stream_t *s) {
+    if (s != NULL)
+        stream_unref(s);
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    fg_http_stream_t *s = cls;
+    for (;;) {
+        long n = s->ops.read(s->ops.ud, buf, max);
+        if (n > 0) {
+            s->bytes += (size_t)n;
+            return (ssize_t)n;
+        }
+        if (n == FG_HTTP_STREAM_EOF)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        if (n < 0)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        /* Nothing now: sleep (MHD calls again after the resume) unless bytes came meanwhile. */
+        pthread_mutex_lock(&s->mu);
+        bool slept = sleep_unless_woken(s);
+        pthread_mutex_unlock(&s->mu);
+        if (slept)
+            return 0;
+    }
+}
+
+static void stream_response_gone(void *cls) {
+    stream_unref(cls);
+}
+
+#define STREAM_BLOCK_BYTES (16u * 1024u)
+
+int fg_reply_stream(fg_req_t *req, unsigned status, const char *content_type) {
+    fg_http_stream_t *s = req->stream;
+    if (s == NULL || req->replied)
+        return FG_EINVAL;
+    if (!run_seal(req, status))
+        return reply_audit_unavailable(req);
+    struct MHD_Response *resp = MHD_create_response_from_callback(
+        MHD_SIZE_UNKNOWN, STREAM_BLOCK_BYTES, stream_read, s, stream_response_gone);
+    if (resp == NULL)
+        return FG_ERR;
+    pthread_mutex_lock(&s->mu);
+    s->refs++;
+    pthread_mutex_unlock(&s->mu);
+    add_headers(req, resp, content_type);
+    enum MHD_Result r = MHD_queue_response(req->conn, status, resp);
+    MHD_destroy_response(resp);
+    req->replied = true;
+    req->status = status;
+    return r == MHD_YES ? FG_OK : FG_ERR;
+}
+
+/* A parked request woken before it replied: its owner answers now, or the connection goes back
+ * to sleep when the owner has not decided yet (a wake that came meanwhile asks again). */
+static void stream_resume(fg_req_t *req) {
+    fg_http_stream_t *s = req->stream;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        s->woken = false;
+        pthread_mutex_unlock(&s->mu);
+        if (s->ops.resume(req, s->ops.ud) != FG_OK && !req->replied) {
+            fg_reply_problem(req, FG_PROBLEM_INTERNAL, "the request failed inside fleetgate");
+            return;
+        }
+        if (req->replied)
+            return;
+        pthread_mutex_lock(&s->mu);
+        bool slept = sleep_unless_woken(s);
+        pthread_mutex_unlock(&s->mu);
+        if (slept)
+            return;
+    }
+}
+
+/* The request is done: the owner hears it once, and http's reference goes. */
+static void stream_completed(fg_req_t *req, bool client_gone) {
+    fg_http_stream_t *s = req->stream;
+    pthread_mutex_lock(&s->mu);
+    s->closed = true;
+    pthread_mutex_unlock(&s->mu);
+    req->bytes_out = s->bytes;
+    s->ops.closed(req, s->ops.ud, client_gone);
+    stream_unref(s);
+    req->stream = NULL;
+}
+
+/* ---- upgraded connections ---------------------------------------------- */
+
+static void conn_enter(fg_http_server_t *srv, conn_t *c, conn_phase_t phase);
+
+struct fg_http_upgraded {
+    struct MHD_UpgradeResponseHandle *urh;
+};
+
+typedef struct {
+    fg_http_upgrade_fn fn;
+    void *ud;
+} upgrade_ctx_t;
+
+static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra,
+                        size_t extra_len, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh) {
+    (void)conn, (void)con_cls;
+    upgrade_ctx_t *ctx = cls;
+    fg_http_upgraded_t *u = fg_xcalloc(1, sizeof *u);
+    u->urh = urh;
+    ctx->fn(ctx->ud, (int)sock, extra, extra_len, u);
+    free(ctx);
+}
+
+int fg_reply_upgrade(fg_req_t *req, const char *const *hdrs, fg_http_upgrade_fn fn, void *ud) {
+    if (req->replied)
+        return FG_ERR;
+    if (!run_seal(req, MHD_HTTP_SWITCHING_PROTOCOLS))
+        return reply_audit_unavailable(req);
+    upgrade_ctx_t *ctx = fg_xcalloc(1, sizeof *ctx);
+    ctx->fn = fn;
+    ctx->ud = ud;
+    struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgraded, ctx);
+    if (resp == NULL) {
+        free(ctx);
+        return FG_ERR;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "websocket");
+    MHD_add_response_header(resp, "X-Request-Id", req->id);
+    for (size_t i = 0; hdrs && hdrs[i] && hdrs[i + 1]; i += 2)
+        MHD_add_response_header(resp, hdrs[i], hdrs[i + 1]);
+    enum MHD_Result r = MHD_queue_response(req->conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+    MHD_destroy_response(resp);
+    if (r == MHD_YES)
+        conn_enter(req->srv, req->conn_state, CONN_UPGRADED);
+    req->replied = true;
+    req->status = MHD_HTTP_SWITCHING_PROTOCOLS;
+    return r == MHD_YES ? FG_OK : FG_ERR;
+}
+
+void fg_http_upgraded_close(fg_http_upgraded_t *u) {
+    if (u == NULL)
+        return;
+    MHD_upgrade_action(u->urh, MHD_UPGRADE_ACTION_CLOSE);
+    free(u);
+}
+
 /* ---- the request lifecycle --------------------------------------------- */
 
 /* A request begins when its request line is in (the URI log callback): the raw target is kept
@@ -295,7 +547,7 @@ static void conn_enter(fg_http_server_t *srv, conn_t *c, conn_phase_t phase) {
     if (c == NULL)
         return;
     pthread_mutex_lock(&srv->conns_mu);
-    if (c->phase != CONN_SHUT) {
+    if (c->phase != CONN_SHUT && c->phase != CONN_UPGRADED) {
         c->phase = phase;
         c->since_ns = fg_now_ns();
     }
@@ -535,7 +787,7 @@ static void dispatch(fg_req_t *req) {
         }
     }
     int rc = route->handler(req);
-    if (!req->replied) {
+    if (!req->replied && req->stream == NULL) {
         FG_LOG(FG_LOG_ERROR, req->id, "handler for %s %s returned %d without a reply", req->method,
                route->pattern, rc);
         fg_reply_problem(req, FG_PROBLEM_INTERNAL, "the request failed inside fleetgate");
@@ -568,7 +820,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         return MHD_YES;
     }
     conn_enter(srv, req->conn_state, CONN_BUSY);
-    if (!req->replied)
+    if (req->stream != NULL && !req->replied)
+        stream_resume(req);
+    else if (!req->replied)
         dispatch(req);
     return MHD_YES;
 }
@@ -625,6 +879,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     }
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !req->replied)
         req->status = 499; /* the client went away before an answer: nginx's convention */
+    if (req->stream != NULL)
+        stream_completed(req, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
     double seconds = (double)(fg_now_ns() - req->start_ns) / 1e9;
     char status[8];
     snprintf(status, sizeof status, "%u", req->status);
@@ -825,7 +1081,7 @@ int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
         goto out;
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG;
+                     MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     srv->mhd = MHD_start_daemon(

@@ -20,7 +20,10 @@
  */
 #include "fleetgate/kube.h"
 
+#include "fleetgate/http.h"
+
 #include <curl/curl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -555,7 +558,9 @@ struct fg_kube_watch {
     char errbuf[CURL_ERROR_SIZE];
     fg_kube_get_done_cb on_answer; /* get mode: set, and on_event/on_done are unused */
     void *answer_ud;
-    answer_t answer; /* get mode: the buffered body */
+    answer_t answer;         /* get mode: the buffered body */
+    fg_kube_data_cb on_data; /* stream mode: set, and the parser is unused */
+    bool headers_told;       /* stream mode: on_data had its len-0 call */
 };
 
 int fg_kube_loop_new(fg_kube_loop_t **out) {
@@ -605,6 +610,39 @@ static int watch_event(void *ud, const fg_kube_event_t *ev) {
     return w->opts.on_event(w->opts.ud, ev);
 }
 
+static size_t stream_body(fg_kube_watch_t *w, const char *data, size_t len) {
+    int rc = w->on_data(w->opts.ud, data, len);
+    if (rc == FG_OK)
+        return len;
+    if (rc == FG_EAGAIN)
+        return CURL_WRITEFUNC_PAUSE; /* curl keeps the bytes and offers them again */
+    w->stop_rc = rc;
+    return 0;
+}
+
+/* Stream mode: the blank line that ends a final (non-1xx) header block tells on_data that the
+ * answer is a 2xx, before any body byte. */
+static size_t stream_header(char *data, size_t size, size_t n, void *ud) {
+    fg_kube_watch_t *w = ud;
+    size_t len = size * n;
+    if (w->headers_told || !(len <= 2 && (len == 0 || data[0] == '\r' || data[0] == '\n')))
+        return len;
+    long code = 0;
+    curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &code);
+    if (code < 200)
+        return len; /* 100 Continue and the like: the real answer follows */
+    w->headers_told = true;
+    w->http_code = code;
+    if (code > 299)
+        return len;
+    int rc = w->on_data(w->opts.ud, "", 0);
+    if (rc != FG_OK) {
+        w->stop_rc = rc;
+        return 0;
+    }
+    return len;
+}
+
 static size_t watch_body(char *data, size_t size, size_t n, void *ud) {
     fg_kube_watch_t *w = ud;
     size_t len = size * n;
@@ -616,6 +654,8 @@ static size_t watch_body(char *data, size_t size, size_t n, void *ud) {
         fg_buf_append(&w->errbody, data, len); /* past the bound, the rest is dropped */
         return len;
     }
+    if (w->on_data != NULL)
+        return stream_body(w, data, len);
     int rc = fg_kube_watch_parser_feed(w->parser, data, len);
     if (rc != FG_OK) {
         w->stop_rc = rc;
@@ -649,6 +689,35 @@ int fg_kube_watch_new(fg_kube_watch_t **out, fg_kube_client_t *c, const char *pa
     }
     *out = w;
     return FG_OK;
+}
+
+int fg_kube_stream_new(fg_kube_watch_t **out, fg_kube_client_t *c, const char *path,
+                       fg_kube_data_cb on_data, fg_kube_watch_done_cb on_done, void *ud) {
+    if (c == NULL || on_data == NULL || on_done == NULL || !path_ok(path))
+        return FG_EINVAL;
+    fg_kube_watch_t *w = fg_xcalloc(1, sizeof *w);
+    w->client = c;
+    w->on_data = on_data;
+    w->opts.on_done = on_done;
+    w->opts.ud = ud;
+    w->url = fg_xasprintf("%s%s", c->base_url, path);
+    fg_buf_init(&w->errbody, MAX_ERROR_BODY);
+    w->easy = curl_easy_init();
+    if (w->easy == NULL)
+        abort(); /* out of memory */
+    setup_easy(c, w->easy, w->url, c->hdr_get, w->errbuf);
+    curl_easy_setopt(w->easy, CURLOPT_PRIVATE, w);
+    curl_easy_setopt(w->easy, CURLOPT_WRITEFUNCTION, watch_body);
+    curl_easy_setopt(w->easy, CURLOPT_WRITEDATA, w);
+    curl_easy_setopt(w->easy, CURLOPT_HEADERFUNCTION, stream_header);
+    curl_easy_setopt(w->easy, CURLOPT_HEADERDATA, w);
+    curl_easy_setopt(w->easy, CURLOPT_TIMEOUT_MS, 0L);
+    *out = w;
+    return FG_OK;
+}
+
+void fg_kube_stream_resume(fg_kube_watch_t *w) {
+    curl_easy_pause(w->easy, CURLPAUSE_CONT);
 }
 
 int fg_kube_get_new(fg_kube_watch_t **out, fg_kube_client_t *c, const char *path,
@@ -740,6 +809,10 @@ static int get_outcome(fg_kube_watch_t *w, CURLcode res, fg_kube_error_t *err) {
 /* The outcome of a finished watch transfer. */
 static int watch_outcome(fg_kube_watch_t *w, CURLcode res, fg_kube_error_t *err) {
     fg_kube_error_clear(err);
+    if (w->stop_rc != FG_OK && w->on_data != NULL) {
+        set_err(err, FG_KUBE_REASON_TRANSPORT, "the stream was stopped by its reader");
+        return w->stop_rc;
+    }
     if (w->stop_rc != FG_OK) {
         *err = *fg_kube_watch_parser_error(w->parser);
         return w->stop_rc;
@@ -755,6 +828,8 @@ static int watch_outcome(fg_kube_watch_t *w, CURLcode res, fg_kube_error_t *err)
         fg_kube_error_from_body(w->http_code, w->errbody.data, w->errbody.len, err);
         return FG_ERR;
     }
+    if (w->on_data != NULL)
+        return FG_OK;
     int rc = fg_kube_watch_parser_finish(w->parser);
     if (rc != FG_OK)
         *err = *fg_kube_watch_parser_error(w->parser);
@@ -762,11 +837,17 @@ static int watch_outcome(fg_kube_watch_t *w, CURLcode res, fg_kube_error_t *err)
 }
 
 int fg_kube_loop_run(fg_kube_loop_t *loop, int timeout_ms, int *running) {
+    return fg_kube_loop_run_fd(loop, timeout_ms, -1, running);
+}
+
+int fg_kube_loop_run_fd(fg_kube_loop_t *loop, int timeout_ms, int extra_fd, int *running) {
     int n = 0;
+    struct curl_waitfd extra = {.fd = extra_fd, .events = CURL_WAIT_POLLIN};
     /* Wait first, then move bytes: the callbacks run last, so what they hand the caller (events
      * to write out) is dealt with as soon as this returns, not after another wait. A transfer
      * added since the last call has a zero timeout, so the wait does not delay its start. */
-    if (curl_multi_poll(loop->multi, NULL, 0, timeout_ms, NULL) != CURLM_OK ||
+    if (curl_multi_poll(loop->multi, extra_fd >= 0 ? &extra : NULL, extra_fd >= 0 ? 1 : 0,
+                        timeout_ms, NULL) != CURLM_OK ||
         curl_multi_perform(loop->multi, &n) != CURLM_OK)
         return FG_EIO;
     CURLMsg *msg;
@@ -799,4 +880,255 @@ int fg_kube_loop_run(fg_kube_loop_t *loop, int timeout_ms, int *running) {
         *running = count;
     }
     return FG_OK;
+}
+
+/* ---- upgraded connections -------------------------------------------------- */
+
+struct fg_kube_conn {
+    CURL *easy;
+    int fd;
+    char *early; /* bytes after the 101 answer's headers, returned first */
+    size_t early_len, early_at;
+};
+
+#define UPGRADE_HEAD_MAX 8192
+
+/* Two hex digits as a byte (a request id's). */
+static void hex_byte(const char *s, int64_t *v) {
+    static const char digits[] = "0123456789abcdef";
+    const char *hi = strchr(digits, s[0]), *lo = strchr(digits, s[1]);
+    *v = (hi && s[0] ? (hi - digits) * 16 : 0) + (lo && s[1] ? lo - digits : 0);
+}
+
+static int wait_fd(int fd, short events, uint64_t deadline_ns) {
+    uint64_t now = fg_now_ns();
+    if (now >= deadline_ns)
+        return FG_ETIMEOUT;
+    struct pollfd p = {.fd = fd, .events = events};
+    int ms = (int)((deadline_ns - now) / 1000000u) + 1;
+    return poll(&p, 1, ms) > 0 ? FG_OK : FG_ETIMEOUT;
+}
+
+/* Sends the whole request text before the deadline. */
+static int send_all(fg_kube_conn_t *k, const char *data, size_t len, uint64_t deadline_ns) {
+    while (len > 0) {
+        size_t n = 0;
+        CURLcode r = curl_easy_send(k->easy, data, len, &n);
+        if (r == CURLE_AGAIN) {
+            if (wait_fd(k->fd, POLLOUT, deadline_ns) != FG_OK)
+                return FG_ETIMEOUT;
+            continue;
+        }
+        if (r != CURLE_OK)
+            return FG_EIO;
+        data += n;
+        len -= n;
+    }
+    return FG_OK;
+}
+
+/* The value of header name in the head block (case-insensitive), copied into out; false when
+ * absent. */
+static bool head_value(const char *head, const char *name, char *out, size_t outlen) {
+    size_t nl = strlen(name);
+    for (const char *l = strstr(head, "\r\n"); l != NULL; l = strstr(l + 2, "\r\n")) {
+        const char *h = l + 2;
+        if (strncasecmp(h, name, nl) == 0 && h[nl] == ':') {
+            h += nl + 1;
+            while (*h == ' ' || *h == '\t')
+                h++;
+            size_t vl = strcspn(h, "\r\n");
+            while (vl > 0 && (h[vl - 1] == ' ' || h[vl - 1] == '\t'))
+                vl--;
+            if (vl >= outlen)
+                vl = outlen - 1;
+            memcpy(out, h, vl);
+            out[vl] = '\0';
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Reads the answer's head (and what follows it) before the deadline. */
+static int read_head(fg_kube_conn_t *k, fg_buf_t *b, size_t *head_len, uint64_t deadline_ns) {
+    char tmp[4096];
+    for (;;) {
+        size_t n = 0;
+        CURLcode r = curl_easy_recv(k->easy, tmp, sizeof tmp, &n);
+        if (r == CURLE_AGAIN) {
+            if (wait_fd(k->fd, POLLIN, deadline_ns) != FG_OK)
+                return FG_ETIMEOUT;
+            continue;
+        }
+        if (r != CURLE_OK || n == 0)
+            return FG_EIO;
+        if (fg_buf_append(b, tmp, n) != FG_OK)
+            return FG_EIO;
+        const char *end = memmem(b->data, b->len, "\r\n\r\n", 4);
+        if (end != NULL) {
+            *head_len = (size_t)(end - b->data) + 4;
+            return FG_OK;
+        }
+    }
+}
+
+static bool offered(const char *protocols, const char *p) {
+    size_t pl = strlen(p);
+    for (const char *s = protocols; *s;) {
+        while (*s == ' ' || *s == ',')
+            s++;
+        size_t n = strcspn(s, ", ");
+        if (n == pl && n > 0 && strncmp(s, p, n) == 0)
+            return true;
+        s += n;
+    }
+    return false;
+}
+
+int fg_kube_upgrade(fg_kube_client_t *c, const char *path, const char *protocols, long timeout_ms,
+                    fg_kube_conn_t **out, char *chosen, fg_kube_error_t *err) {
+    int rc = FG_OK;
+    char *url = NULL, *req = NULL, errbuf[CURL_ERROR_SIZE] = "";
+    fg_buf_t b;
+    fg_buf_init(&b, UPGRADE_HEAD_MAX + 65536);
+    fg_kube_error_clear(err);
+    fg_kube_conn_t *k = fg_xcalloc(1, sizeof *k);
+    k->fd = -1;
+    uint64_t deadline = fg_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    if (!path_ok(path) || strpbrk(protocols, "\r\n") != NULL) {
+        set_err(err, "BadRequest", "invalid path or subprotocols");
+        rc = FG_EINVAL;
+        goto out;
+    }
+    pthread_once(&curl_once, curl_init);
+    k->easy = curl_easy_init();
+    if (k->easy == NULL)
+        abort(); /* out of memory */
+    url = fg_xasprintf("%s%s", c->base_url, path);
+    setup_easy(c, k->easy, url, NULL, errbuf);
+    curl_easy_setopt(k->easy, CURLOPT_SHARE, NULL); /* this connection is never reused */
+    curl_easy_setopt(k->easy, CURLOPT_CONNECT_ONLY, 1L);
+    curl_easy_setopt(k->easy, CURLOPT_TIMEOUT_MS, timeout_ms);
+    CURLcode res = curl_easy_perform(k->easy);
+    curl_socket_t sock = CURL_SOCKET_BAD;
+    if (res == CURLE_OK)
+        curl_easy_getinfo(k->easy, CURLINFO_ACTIVESOCKET, &sock);
+    if (res != CURLE_OK || sock == CURL_SOCKET_BAD) {
+        rc = transfer_error(res != CURLE_OK ? res : CURLE_COULDNT_CONNECT, errbuf, err);
+        goto out;
+    }
+    k->fd = (int)sock;
+    /* A fresh random key (a request id's 16 random bytes); the cluster proves it speaks
+     * WebSocket by answering its accept value. */
+    char hex[FG_REQUEST_ID_MAX + 1], key[32], accept[32], got[64];
+    uint8_t raw[16];
+    fg_request_id_generate(hex);
+    for (int i = 0; i < 16; i++) {
+        int64_t v = 0;
+        hex_byte(hex + 2 * i, &v);
+        raw[i] = (uint8_t)v;
+    }
+    fg_ws_key_from(raw, key);
+    fg_ws_accept(key, accept);
+    const char *host = strstr(c->base_url, "://");
+    host = host ? host + 3 : c->base_url;
+    size_t hl = strcspn(host, "/");
+    fg_buf_t rq;
+    fg_buf_init(&rq, 16384);
+    fg_buf_appendf(&rq,
+                   "GET %s HTTP/1.1\r\nHost: %.*s\r\nUser-Agent: fleetgate/" FG_VERSION
+                   "\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: "
+                   "13\r\nSec-WebSocket-Key: %s\r\nSec-WebSocket-Protocol: %s\r\n",
+                   path, (int)hl, host, key, protocols);
+    for (struct curl_slist *h = c->hdr_get; h != NULL; h = h->next)
+        if (strncasecmp(h->data, "Authorization:", 14) == 0)
+            fg_buf_appendf(&rq, "%s\r\n", h->data);
+    fg_buf_append(&rq, "\r\n", 2);
+    size_t rlen = 0;
+    req = fg_buf_steal(&rq, &rlen);
+    fg_buf_free(&rq);
+    size_t head_len = 0;
+    rc = send_all(k, req, rlen, deadline);
+    if (rc == FG_OK)
+        rc = read_head(k, &b, &head_len, deadline);
+    if (rc != FG_OK) {
+        set_err(err, rc == FG_ETIMEOUT ? FG_KUBE_REASON_TIMEOUT : FG_KUBE_REASON_TRANSPORT,
+                "the exec upgrade got no answer");
+        goto out;
+    }
+    char *head = fg_xstrndup(b.data, head_len);
+    int code = 0;
+    if (strncmp(head, "HTTP/1.1 ", 9) == 0)
+        code = (head[9] - '0') * 100 + (head[10] - '0') * 10 + (head[11] - '0');
+    if (code != 101) {
+        fg_kube_error_from_body(code, b.data + head_len, b.len - head_len, err);
+        free(head);
+        rc = code >= 400 ? FG_ERR : FG_EIO;
+        goto out;
+    }
+    bool ok = head_value(head, "Sec-WebSocket-Accept", got, sizeof got) &&
+              strcmp(got, accept) == 0 && head_value(head, "Sec-WebSocket-Protocol", chosen, 64) &&
+              offered(protocols, chosen);
+    free(head);
+    if (!ok) {
+        set_err(err, FG_KUBE_REASON_BAD_RESPONSE,
+                "the cluster's 101 answer has a wrong accept value or subprotocol");
+        rc = FG_EIO;
+        goto out;
+    }
+    if (b.len > head_len) {
+        k->early_len = b.len - head_len;
+        k->early = fg_xmalloc(k->early_len);
+        memcpy(k->early, b.data + head_len, k->early_len);
+    }
+out:
+    fg_buf_free(&b);
+    free(url);
+    if (req != NULL) {
+        explicit_bzero(req, strlen(req)); /* it held the cluster's token */
+        free(req);
+    }
+    if (rc != FG_OK) {
+        fg_kube_conn_free(k);
+        return rc;
+    }
+    *out = k;
+    return FG_OK;
+}
+
+int fg_kube_conn_fd(const fg_kube_conn_t *k) {
+    return k->fd;
+}
+
+int fg_kube_conn_send(fg_kube_conn_t *k, const void *data, size_t len, size_t *n) {
+    *n = 0;
+    CURLcode r = curl_easy_send(k->easy, data, len, n);
+    if (r == CURLE_AGAIN)
+        return FG_EAGAIN;
+    return r == CURLE_OK ? FG_OK : FG_EIO;
+}
+
+int fg_kube_conn_recv(fg_kube_conn_t *k, void *buf, size_t len, size_t *n) {
+    *n = 0;
+    if (k->early_at < k->early_len) {
+        size_t take = k->early_len - k->early_at < len ? k->early_len - k->early_at : len;
+        memcpy(buf, k->early + k->early_at, take);
+        k->early_at += take;
+        *n = take;
+        return FG_OK;
+    }
+    CURLcode r = curl_easy_recv(k->easy, buf, len, n);
+    if (r == CURLE_AGAIN)
+        return FG_EAGAIN;
+    return r == CURLE_OK ? FG_OK : FG_EIO;
+}
+
+void fg_kube_conn_free(fg_kube_conn_t *k) {
+    if (k == NULL)
+        return;
+    if (k->easy != NULL)
+        curl_easy_cleanup(k->easy);
+    free(k->early);
+    free(k);
 }

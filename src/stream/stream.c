@@ -1,0 +1,540 @@
+/* stream/stream.c: the stream loop (one thread) and streams whose source is a member cluster.
+ *
+ * Threads and what they own:
+ * - the loop thread runs the sources (a curl multi through kube's fg_kube_loop_t) and an epoll
+ *   set holding the command eventfd and every client's socket (EPOLLRDHUP only: a hang-up);
+ *   it alone starts, pauses, resumes and frees sources, and frees streams;
+ * - HTTP workers call the sink's ops (resume: reply; read: take bytes; closed: the request is
+ *   done) and post commands (unpause, closed) to the loop;
+ * - stream_t.mu guards the buffer and the flags both sides read (the "shared" block below).
+ * A stream is freed by the loop when it handles CMD_CLOSED, the last thing http says of it.
+ */
+#include "stream_internal.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_BUFFER_BYTES (64u * 1024u)
+#define MIN_BUFFER_BYTES     (32u * 1024u) /* above curl's largest write (16 KiB) */
+#define DEFAULT_STALL_S      30
+#define TICK_MS              500
+
+/* ---- commands ------------------------------------------------------------ */
+
+void fg_stream_post(fg_streams_t *ss, cmd_kind_t kind, void *st) {
+    cmd_t *c = fg_xcalloc(1, sizeof *c);
+    c->kind = kind;
+    c->st = st;
+    pthread_mutex_lock(&ss->mu);
+    if (ss->tail)
+        ss->tail->next = c;
+    else
+        ss->head = c;
+    ss->tail = c;
+    pthread_mutex_unlock(&ss->mu);
+    uint64_t one = 1;
+    if (write(ss->evfd, &one, sizeof one) < 0) {
+        /* the counter is at its maximum: the loop is awake anyway */
+    }
+}
+
+/* ---- the sink: ops called by http on its workers ------------------------- */
+
+/* Chooses the reply once the source decided (2xx, failure, end) or the stream was cut. */
+static int sink_resume(fg_req_t *req, void *ud) {
+    stream_t *st = ud;
+    pthread_mutex_lock(&st->mu);
+    bool ok = st->headers_ok || (st->eof && !st->failed);
+    bool failed = st->failed || (st->abort && !ok);
+    fg_problem_t kind = st->problem;
+    char detail[sizeof st->detail];
+    memcpy(detail, st->detail, sizeof detail);
+    pthread_mutex_unlock(&st->mu);
+    if (ok)
+        return fg_reply_stream(req, 200, st->content_type);
+    if (!failed)
+        return FG_OK; /* woken early: http puts the connection back to sleep */
+    if (kind == FG_PROBLEM_INVALID) {
+        bool prev = strstr(detail, "previous") != NULL;
+        json_t *ext = json_pack("{s:[{s:s,s:s}]}", "errors", "parameter",
+                                prev ? "previous" : "container", "detail", detail);
+        return fg_reply_problem_ext(req, kind, ext, "%s", detail);
+    }
+    return fg_reply_problem(req, kind, "%s", detail);
+}
+
+static long sink_read(void *ud, char *out, size_t max) {
+    stream_t *st = ud;
+    bool unpause = false;
+    long n = 0;
+    pthread_mutex_lock(&st->mu);
+    size_t take = st->len < max ? st->len : max;
+    while (take > 0) {
+        size_t run = st->cap - st->head < take ? st->cap - st->head : take;
+        memcpy(out + n, st->buf + st->head, run);
+        st->head = (st->head + run) % st->cap;
+        st->len -= run;
+        take -= run;
+        n += (long)run;
+    }
+    if (n > 0) {
+        st->bytes_out += (uint64_t)n;
+        st->last_read_ns = fg_now_ns();
+        /* Ask the loop for more once half the buffer is free, not at every byte. */
+        if (st->up_paused && !st->unpause_queued && st->len <= st->cap / 2) {
+            st->unpause_queued = true;
+            unpause = true;
+        }
+    } else if (st->abort)
+        n = FG_HTTP_STREAM_ABORT;
+    else if (st->eof)
+        n = FG_HTTP_STREAM_EOF;
+    pthread_mutex_unlock(&st->mu);
+    if (unpause)
+        fg_stream_post(st->ss, CMD_UNPAUSE, st);
+    return n;
+}
+
+static void sink_closed(fg_req_t *req, void *ud, bool client_gone) {
+    stream_t *st = ud;
+    if (st->fd >= 0)
+        epoll_ctl(st->ss->epfd, EPOLL_CTL_DEL, st->fd, NULL); /* before MHD closes the fd */
+    pthread_mutex_lock(&st->mu);
+    st->req_done = true; /* the loop renews no more (it renews under mu) */
+    if (st->end == NULL)
+        st->end = client_gone ? "client-gone" : "eof";
+    fg_stream_stats_t stats = {
+        .cluster = st->cluster,
+        .bytes_in = st->bytes_in,
+        .bytes_out = st->bytes_out,
+        .start_ms = st->start_ms,
+        .end_ms = fg_wall_ms(),
+        .end = st->end,
+    };
+    pthread_mutex_unlock(&st->mu);
+    if (st->opts.on_end)
+        st->opts.on_end(req, &stats, st->opts.end_ud);
+    fg_stream_post(st->ss, CMD_CLOSED, st);
+}
+
+/* ---- the source: callbacks on the loop thread ---------------------------- */
+
+void fg_stream_ring_put(stream_t *st, const char *data, size_t len) {
+    size_t tail = (st->head + st->len) % st->cap;
+    size_t run = st->cap - tail < len ? st->cap - tail : len;
+    memcpy(st->buf + tail, data, run);
+    memcpy(st->buf, data + run, len - run);
+    st->len += len;
+}
+
+static int source_data(void *ud, const char *data, size_t len) {
+    stream_t *st = ud;
+    int rc = FG_OK;
+    pthread_mutex_lock(&st->mu);
+    if (st->abort || st->eof)
+        rc = FG_ERR; /* the stream is over: stop the transfer */
+    else if (len == 0)
+        st->headers_ok = true;
+    else if (st->cap - st->len < len) {
+        st->up_paused = true;
+        rc = FG_EAGAIN;
+    } else {
+        fg_stream_ring_put(st, data, len);
+        st->bytes_in += len;
+    }
+    pthread_mutex_unlock(&st->mu);
+    if (rc == FG_OK)
+        fg_http_stream_wake(st->http);
+    return rc;
+}
+
+static fg_problem_t problem_of(int rc, const fg_kube_error_t *err) {
+    if (rc == FG_ETIMEOUT)
+        return FG_PROBLEM_UPSTREAM_TIMEOUT;
+    if (err->http_code == 404)
+        return FG_PROBLEM_NOT_FOUND;
+    if (err->http_code == 400 || err->http_code == 422)
+        return FG_PROBLEM_INVALID;
+    return FG_PROBLEM_UPSTREAM_ERROR;
+}
+
+static void source_done(void *ud, fg_kube_watch_t *w, int rc, const fg_kube_error_t *err) {
+    stream_t *st = ud;
+    fg_kube_watch_free(w);
+    st->up = NULL;
+    pthread_mutex_lock(&st->mu);
+    if (rc == FG_OK)
+        st->eof = true;
+    else if (!st->headers_ok && !st->abort) {
+        st->failed = true;
+        st->problem = problem_of(rc, err);
+        if (st->problem == FG_PROBLEM_UPSTREAM_ERROR || st->problem == FG_PROBLEM_UPSTREAM_TIMEOUT)
+            snprintf(st->detail, sizeof st->detail, "cluster %s: %s%s%s", st->cluster, err->reason,
+                     err->message[0] ? ": " : "", err->message);
+        else
+            snprintf(st->detail, sizeof st->detail, "%s", err->message);
+        st->end = "upstream-error";
+    } else if (!st->abort) {
+        st->abort = true; /* cut mid-body: the client must not take it for the whole log */
+        st->end = "upstream-error";
+    }
+    pthread_mutex_unlock(&st->mu);
+    fg_http_stream_wake(st->http);
+}
+
+/* ---- the loop ------------------------------------------------------------ */
+
+static void stop_source(stream_t *st) {
+    if (st->group != NULL)
+        fg_group_stop(st);
+    if (st->up != NULL) {
+        fg_kube_watch_free(st->up);
+        st->up = NULL;
+    }
+}
+
+/* Ends a stream from the loop: abort cuts the body, otherwise it ends cleanly. */
+static void end_stream(stream_t *st, bool abort, const char *why, fg_problem_t kind,
+                       const char *detail) {
+    stop_source(st);
+    pthread_mutex_lock(&st->mu);
+    if (!st->headers_ok && !st->failed && !st->eof) {
+        st->failed = true;
+        st->problem = kind;
+        snprintf(st->detail, sizeof st->detail, "%s", detail);
+    }
+    if (abort)
+        st->abort = true;
+    else
+        st->eof = true;
+    if (st->end == NULL)
+        st->end = why;
+    pthread_mutex_unlock(&st->mu);
+    fg_http_stream_wake(st->http);
+}
+
+static void stream_free(stream_t *st) {
+    stop_source(st);
+    fg_http_stream_release(st->http);
+    pthread_mutex_destroy(&st->mu);
+    fg_group_free(st->group);
+    free(st->buf);
+    free(st->path);
+    free(st->cluster);
+    free(st->content_type);
+    free(st);
+}
+
+static void start(fg_streams_t *ss, stream_t *st) {
+    if (st->opts.renew_s < 1)
+        st->opts.renew_s = 20;
+    st->next_renew_ns = fg_now_ns() + (uint64_t)st->opts.renew_s * 1000000000u;
+    st->next = ss->all;
+    if (ss->all)
+        ss->all->prev = st;
+    ss->all = st;
+    if (st->group != NULL) {
+        fg_group_start(ss, st);
+        return;
+    }
+    if (fg_kube_stream_new(&st->up, st->client, st->path, source_data, source_done, st) != FG_OK ||
+        fg_kube_loop_add(ss->kloop, st->up) != FG_OK) {
+        FG_LOG(FG_LOG_ERROR, NULL, "stream to cluster %s: cannot start %s", st->cluster, st->path);
+        end_stream(st, true, "upstream-error", FG_PROBLEM_INTERNAL,
+                   "the stream could not be started");
+    }
+}
+
+static void closed(fg_streams_t *ss, stream_t *st) {
+    if (st->prev)
+        st->prev->next = st->next;
+    else
+        ss->all = st->next;
+    if (st->next)
+        st->next->prev = st->prev;
+    stream_free(st);
+    atomic_fetch_sub(&ss->open, 1);
+    fg_metric_add(ss->m_open, NULL, -1);
+}
+
+/* Runs the queued commands; false once CMD_STOP came. */
+static bool run_commands(fg_streams_t *ss) {
+    uint64_t v;
+    if (read(ss->evfd, &v, sizeof v) < 0) {
+        /* nothing was posted: the queue is empty too */
+    }
+    pthread_mutex_lock(&ss->mu);
+    cmd_t *c = ss->head;
+    ss->head = ss->tail = NULL;
+    pthread_mutex_unlock(&ss->mu);
+    bool go_on = true;
+    while (c != NULL) {
+        cmd_t *next = c->next;
+        stream_t *st = c->st;
+        switch (c->kind) {
+            case CMD_EXEC_START:
+                fg_exec_begin(ss, c->st);
+                break;
+            case CMD_START:
+                start(ss, st);
+                break;
+            case CMD_UNPAUSE:
+                pthread_mutex_lock(&st->mu);
+                st->unpause_queued = false;
+                st->up_paused = false;
+                pthread_mutex_unlock(&st->mu);
+                if (st->up != NULL)
+                    fg_kube_stream_resume(st->up); /* may call source_data at once */
+                if (st->group != NULL)
+                    fg_group_resume(st);
+                break;
+            case CMD_CLOSED:
+                closed(ss, st);
+                break;
+            case CMD_DRAIN:
+                for (stream_t *s = ss->all; s != NULL; s = s->next)
+                    end_stream(s, false, "drain", FG_PROBLEM_SHUTTING_DOWN,
+                               "fleetgate is draining; retry on another replica");
+                break;
+            case CMD_STOP:
+                go_on = false;
+                break;
+        }
+        free(c);
+        c = next;
+    }
+    return go_on;
+}
+
+/* Keeps each stream's rate-limit slot alive. Under mu, so the request cannot complete (and its
+ * gate state go) meanwhile. */
+static void renew_leases(fg_streams_t *ss) {
+    uint64_t now = fg_now_ns();
+    for (stream_t *st = ss->all; st != NULL; st = st->next) {
+        if (st->opts.renew == NULL || now < st->next_renew_ns)
+            continue;
+        st->next_renew_ns = now + (uint64_t)st->opts.renew_s * 1000000000u;
+        pthread_mutex_lock(&st->mu);
+        if (!st->req_done)
+            st->opts.renew(st->req);
+        pthread_mutex_unlock(&st->mu);
+    }
+}
+
+/* Drops the clients that read nothing while their buffer stays full. */
+static void check_stalls(fg_streams_t *ss) {
+    uint64_t now = fg_now_ns(), limit = (uint64_t)ss->limits.stall_timeout_s * 1000000000u;
+    for (stream_t *st = ss->all; st != NULL; st = st->next) {
+        pthread_mutex_lock(&st->mu);
+        bool stalled = st->up_paused && !st->abort && now - st->last_read_ns > limit;
+        pthread_mutex_unlock(&st->mu);
+        if (stalled) {
+            FG_LOG(FG_LOG_INFO, NULL,
+                   "stream from cluster %s: the client read nothing for %ds: "
+                   "dropped",
+                   st->cluster, ss->limits.stall_timeout_s);
+            fg_metric_add(ss->m_ended, (const char *[]){"stalled"}, 1);
+            end_stream(st, true, "stalled", FG_PROBLEM_INTERNAL, "stalled");
+        }
+    }
+}
+
+static void *loop_main(void *arg) {
+    fg_streams_t *ss = arg;
+    uint64_t last_tick = fg_now_ns();
+    for (;;) {
+        if (fg_kube_loop_run_fd(ss->kloop, TICK_MS, ss->epfd, NULL) != FG_OK)
+            FG_LOG(FG_LOG_ERROR, NULL, "stream loop: the transfer loop failed");
+        struct epoll_event evs[64];
+        int n = epoll_wait(ss->epfd, evs, 64, 0);
+        bool go_on = true;
+        for (int i = 0; i < n; i++) {
+            stream_t *st = evs[i].data.ptr;
+            if (st == NULL) {
+                go_on = run_commands(ss) && go_on;
+                continue;
+            }
+            if (st->kind == EP_EXEC) {
+                fg_exec_event(ss, (fg_exec_t *)(void *)st);
+                continue;
+            }
+            /* The client hung up: stop the cluster's side now, not at the next byte. */
+            epoll_ctl(ss->epfd, EPOLL_CTL_DEL, st->fd, NULL);
+            end_stream(st, true, "client-gone", FG_PROBLEM_BAD_REQUEST, "the client went away");
+        }
+        if (!go_on)
+            break;
+        if (fg_now_ns() - last_tick >= (uint64_t)TICK_MS * 1000000u) {
+            last_tick = fg_now_ns();
+            check_stalls(ss);
+            renew_leases(ss);
+            for (stream_t *g = ss->all; g != NULL; g = g->next)
+                if (g->group != NULL)
+                    fg_group_tick(ss, g);
+            fg_exec_tick(ss);
+        }
+    }
+    return NULL;
+}
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+int fg_streams_new(fg_streams_t **out, const fg_config_t *cfg, const fg_stream_limits_t *limits) {
+    int rc = FG_OK;
+    fg_streams_t *ss = fg_xcalloc(1, sizeof *ss);
+    ss->epfd = ss->evfd = -1;
+    pthread_mutex_init(&ss->mu, NULL);
+    if (limits)
+        ss->limits = *limits;
+    if (ss->limits.buffer_bytes == 0)
+        ss->limits.buffer_bytes = DEFAULT_BUFFER_BYTES;
+    if (ss->limits.buffer_bytes < MIN_BUFFER_BYTES)
+        ss->limits.buffer_bytes = MIN_BUFFER_BYTES;
+    if (ss->limits.stall_timeout_s <= 0)
+        ss->limits.stall_timeout_s = DEFAULT_STALL_S;
+    static const char *const end_labels[] = {"end", NULL};
+    ss->m_open = fg_metrics_register("fleetgate_streams_open", "Long-lived streams open now.",
+                                     FG_METRIC_GAUGE, NULL);
+    fg_metric_add(ss->m_open, NULL, 0);
+    ss->m_ended =
+        fg_metrics_register("fleetgate_streams_dropped_total", "Streams fleetgate cut, by why.",
+                            FG_METRIC_COUNTER, end_labels);
+    for (size_t i = 0; i < cfg->nclusters && i < MAX_CLUSTERS; i++) {
+        fg_kube_error_t err;
+        fg_kube_client_opts_t copts = {.connect_timeout_ms = 5000};
+        if (fg_kube_client_new(&ss->clients[i], &cfg->clusters[i], &copts, &err) != FG_OK) {
+            fg_log(FG_LOG_ERROR, NULL, "streams: cluster %s: %s", cfg->clusters[i].name,
+                   err.message);
+            rc = FG_EINVAL;
+            goto out;
+        }
+        ss->nclients = i + 1;
+    }
+    ss->epfd = epoll_create1(EPOLL_CLOEXEC);
+    ss->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    if (ss->epfd < 0 || ss->evfd < 0 || epoll_ctl(ss->epfd, EPOLL_CTL_ADD, ss->evfd, &ev) != 0 ||
+        fg_kube_loop_new(&ss->kloop) != FG_OK ||
+        pthread_create(&ss->thread, NULL, loop_main, ss) != 0) {
+        fg_log(FG_LOG_ERROR, NULL, "streams: cannot start the stream loop");
+        rc = FG_EIO;
+        goto out;
+    }
+    ss->started = true;
+out:
+    if (rc != FG_OK) {
+        fg_streams_free(ss);
+        return rc;
+    }
+    *out = ss;
+    return FG_OK;
+}
+
+void fg_streams_drain(fg_streams_t *ss) {
+    if (ss == NULL)
+        return;
+    fg_stream_post(ss, CMD_DRAIN, NULL);
+    /* Exec sessions are not requests the HTTP drain waits for: give their close frames a moment
+     * to leave before the server stops. */
+    for (int i = 0; i < 100 && atomic_load(&ss->nexecs) > 0; i++) {
+        struct timespec ts = {0, 20 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+unsigned fg_streams_open(const fg_streams_t *ss) {
+    return atomic_load(&ss->open);
+}
+
+void fg_streams_free(fg_streams_t *ss) {
+    if (ss == NULL)
+        return;
+    if (ss->started) {
+        fg_stream_post(ss, CMD_STOP, NULL);
+        pthread_join(ss->thread, NULL);
+    }
+    /* With the server gone every request completed; what is left never heard of it. */
+    run_commands(ss);
+    while (ss->all != NULL)
+        closed(ss, ss->all);
+    fg_exec_free_all(ss);
+    fg_kube_loop_free(ss->kloop);
+    for (size_t i = 0; i < ss->nclients; i++)
+        fg_kube_client_free(ss->clients[i]);
+    if (ss->epfd >= 0)
+        close(ss->epfd);
+    if (ss->evfd >= 0)
+        close(ss->evfd);
+    pthread_mutex_destroy(&ss->mu);
+    free(ss);
+}
+
+/* ---- handing a request over ---------------------------------------------- */
+
+fg_kube_client_t *fg_stream_client(fg_streams_t *ss, const char *cluster) {
+    for (size_t i = 0; i < ss->nclients; i++)
+        if (strcmp(fg_kube_client_name(ss->clients[i]), cluster) == 0)
+            return ss->clients[i];
+    return NULL;
+}
+
+/* Builds a stream for req and parks it; FG_OK, or an error having replied. */
+static int hand_over(fg_streams_t *ss, fg_req_t *req, stream_t *st, const fg_stream_opts_t *opts) {
+    st->kind = EP_STREAM;
+    st->ss = ss;
+    st->content_type = fg_xstrdup(opts->content_type);
+    st->opts = *opts;
+    st->opts.content_type = st->content_type;
+    st->req = req;
+    st->start_ms = fg_wall_ms();
+    st->cap = ss->limits.buffer_bytes;
+    st->buf = fg_xmalloc(st->cap);
+    st->last_read_ns = fg_now_ns();
+    pthread_mutex_init(&st->mu, NULL);
+    fg_http_stream_ops_t ops = {
+        .resume = sink_resume, .read = sink_read, .closed = sink_closed, .ud = st};
+    if (fg_req_park(req, &ops, &st->http) != FG_OK) {
+        st->http = NULL;
+        stream_free(st);
+        fg_reply_problem(req, FG_PROBLEM_INTERNAL, "the stream could not be started");
+        return FG_ERR;
+    }
+    st->fd = fg_http_stream_fd(st->http);
+    struct epoll_event ev = {.events = EPOLLRDHUP, .data.ptr = st};
+    if (st->fd >= 0 && epoll_ctl(ss->epfd, EPOLL_CTL_ADD, st->fd, &ev) != 0)
+        st->fd = -1; /* a hang-up is then noticed at the next write */
+    atomic_fetch_add(&ss->open, 1);
+    fg_metric_add(ss->m_open, NULL, 1);
+    fg_stream_post(ss, CMD_START, st);
+    return FG_OK;
+}
+
+int fg_stream_start_kube(fg_streams_t *ss, fg_req_t *req, const char *cluster, const char *path,
+                         const fg_stream_opts_t *opts) {
+    fg_kube_client_t *client = fg_stream_client(ss, cluster);
+    if (client == NULL) {
+        fg_reply_problem(req, FG_PROBLEM_NOT_FOUND, "no cluster %s is configured", cluster);
+        return FG_ENOENT;
+    }
+    stream_t *st = fg_xcalloc(1, sizeof *st);
+    st->client = client;
+    st->path = fg_xstrdup(path);
+    st->cluster = fg_xstrdup(cluster);
+    return hand_over(ss, req, st, opts);
+}
+
+int fg_stream_start_group(fg_streams_t *ss, fg_req_t *req, const fg_stream_group_t *g,
+                          const fg_stream_opts_t *opts) {
+    stream_t *st = fg_xcalloc(1, sizeof *st);
+    st->cluster = fg_xstrdup("*");
+    st->group = fg_group_new(g);
+    st->headers_ok = true; /* one answer for many pods: 200 now, each pod's trouble is a line */
+    return hand_over(ss, req, st, opts);
+}

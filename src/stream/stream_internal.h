@@ -1,0 +1,110 @@
+/* stream/stream_internal.h: what the loop (stream.c) and the exec sessions (exec.c) share. */
+#ifndef FG_STREAM_INTERNAL_H
+#define FG_STREAM_INTERNAL_H
+
+#include "fleetgate/kube.h"
+#include "fleetgate/stream.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define MAX_CLUSTERS 64
+
+/* What an epoll entry's data.ptr points at starts with one of these (NULL: the command
+ * eventfd). */
+typedef enum { EP_STREAM = 1, EP_EXEC } ep_kind_t;
+
+typedef struct stream stream_t;
+typedef struct fg_exec fg_exec_t;
+
+typedef enum {
+    CMD_START,
+    CMD_UNPAUSE,
+    CMD_CLOSED,
+    CMD_DRAIN,
+    CMD_STOP,
+    CMD_EXEC_START, /* st is an fg_exec_t */
+} cmd_kind_t;
+
+typedef struct cmd {
+    cmd_kind_t kind;
+    void *st;
+    struct cmd *next;
+} cmd_t;
+
+struct stream {
+    ep_kind_t kind; /* EP_STREAM: first, for the epoll entry */
+    fg_streams_t *ss;
+    /* set before the stream is handed to the loop, read-only after */
+    fg_kube_client_t *client;
+    char *path, *cluster, *content_type;
+    fg_stream_opts_t opts; /* content_type points at the copy above */
+    fg_req_t *req;         /* valid while !req_done */
+    fg_http_stream_t *http;
+    int fd;
+    int64_t start_ms;
+    /* shared, under mu */
+    pthread_mutex_t mu;
+    char *buf;
+    size_t cap, head, len;
+    bool headers_ok; /* the source answered 2xx: the reply is 200 */
+    bool failed;     /* the source failed before the reply: problem + detail */
+    fg_problem_t problem;
+    char detail[512];
+    bool eof;       /* no more bytes will come: the body ends once the buffer is read */
+    bool abort;     /* cut the body */
+    bool up_paused; /* the source waits for room */
+    bool unpause_queued;
+    uint64_t last_read_ns, bytes_in, bytes_out;
+    const char *end;
+    bool req_done; /* the request completed: req is gone */
+    /* loop thread only */
+    uint64_t next_renew_ns;
+    fg_kube_watch_t *up;
+    struct group *group; /* an app's pods (group.c); NULL for one source. Set before the loop
+                            has the stream, then the loop's */
+    stream_t *prev, *next;
+};
+
+struct fg_streams {
+    fg_stream_limits_t limits;
+    fg_kube_client_t *clients[MAX_CLUSTERS];
+    size_t nclients;
+    fg_kube_loop_t *kloop;
+    int epfd, evfd;
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t mu; /* guards the command queue */
+    cmd_t *head, *tail;
+    atomic_uint open;
+    stream_t *all;      /* loop thread only */
+    fg_exec_t *execs;   /* loop thread only */
+    atomic_uint nexecs; /* sessions open */
+    fg_metric_t *m_open, *m_ended;
+};
+
+/* Queues a command for the loop thread (thread-safe). */
+void fg_stream_post(fg_streams_t *ss, cmd_kind_t kind, void *st);
+/* The client of the named cluster, or NULL. */
+fg_kube_client_t *fg_stream_client(fg_streams_t *ss, const char *cluster);
+
+/* Appends len bytes to st's buffer (the caller holds st->mu and checked the room). */
+void fg_stream_ring_put(stream_t *st, const char *data, size_t len);
+
+/* group.c (a stream over several pods' logs): made on the request thread, then run on the loop
+ * thread: */
+struct group *fg_group_new(const fg_stream_group_t *g);
+void fg_group_start(fg_streams_t *ss, stream_t *st);
+void fg_group_stop(stream_t *st);   /* stops every source */
+void fg_group_resume(stream_t *st); /* unpauses the paused sources */
+void fg_group_tick(fg_streams_t *ss, stream_t *st);
+void fg_group_free(struct group *g);
+
+/* exec.c, on the loop thread: */
+void fg_exec_begin(fg_streams_t *ss, fg_exec_t *x); /* CMD_EXEC_START */
+void fg_exec_event(fg_streams_t *ss, fg_exec_t *x); /* a socket of x is ready */
+void fg_exec_tick(fg_streams_t *ss);                /* timeouts */
+void fg_exec_drain(fg_streams_t *ss);               /* CMD_DRAIN */
+void fg_exec_free_all(fg_streams_t *ss);            /* at the end */
+
+#endif

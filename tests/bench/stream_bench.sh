@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# tests/bench/stream_bench.sh [STREAMS] [SECONDS]: follow streams of pod logs through fleetgate
+# (not in `make test`; `make bench-stream`). kubesim (one cluster, 10 pods writing
+# LINES_PER_S lines a second each), a private redis-server, fleetgate with its informers; then
+#   1. the reference, measured in the same run: REF_STREAMS (default 10) follows read straight
+#      from kubesim (TLS, a thread each); REF_STREAMS=STREAMS compares at the same load;
+#   2. STREAMS (default 1000) follows through fleetgate, held SECONDS (default 15):
+#      fleetgate's RSS per stream (VmRSS once they are open, minus before), and the latency of
+#      each line (arrival minus kubesim's timestamp of the line) against the reference: p50/p99
+#      and their ratios;
+#   3. the p99 of GET /v1/projects/demo/pods/web-1 (curl, 200 calls) with no streams and while
+#      the streams are open.
+# Ports are picked in 25000-25999 (servers started by hand stay in that range).
+set -euo pipefail
+bench=stream_bench
+FG_BUILD=${FG_BUILD:-build}
+STREAMS=${1:-1000}
+SECONDS_HELD=${2:-15}
+LINES_PER_S=${LINES_PER_S:-2}
+REF_STREAMS=${REF_STREAMS:-10}
+cd "$(dirname "$0")/../.."
+. tests/bench/lib.sh
+bench_tmp fg-stream-bench
+ulimit -n "$(ulimit -Hn)"
+
+port25() { # VAR: a free port in 25000-25999
+    local p
+    while :; do
+        p=$((25000 + RANDOM % 1000))
+        case "$used_ports" in *" $p "*) continue ;; esac
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            used_ports="$used_ports$p "
+            printf -v "$1" '%s' "$p"
+            return
+        fi
+    done
+}
+port25 redis_port; port25 ks_port; port25 fg_port
+
+redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" \
+    >"$tmp/redis.log" 2>&1 & pids+=($!)
+"$FG_BUILD/kubesim" --clusters 1 --base-port "$ks_port" --token ks-token --tls-dir "$tmp/tls" \
+    --pod-start-ms 0 --log-lines-per-second "$LINES_PER_S" >"$tmp/kubesim.out" 2>"$tmp/kubesim.log" &
+pids+=($!)
+for _ in $(seq 1 100); do grep -q '^cluster' "$tmp/kubesim.out" 2>/dev/null && break; sleep 0.05; done
+ks="https://127.0.0.1:$ks_port"
+kc() { curl -fsS --cacert "$tmp/tls/ca.crt" -H "Authorization: Bearer ks-token" -H 'Content-Type: application/json' "$@"; }
+kc -X POST "$ks/api/v1/namespaces" -d '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"demo"}}' >/dev/null
+for i in $(seq 0 9); do
+    kc -X POST "$ks/api/v1/namespaces/demo/pods" -d "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"web-$i\",\"labels\":{\"app\":\"web\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"nginx:1\"}]}}" >/dev/null
+done
+echo ks-token >"$tmp/ks-token"
+
+conf/demo-auth.sh "$tmp/auth" >/dev/null
+token=$(cat "$tmp/auth/token")
+cat >"$tmp/fleetgate.json" <<JSON
+{"listen": "127.0.0.1:$fg_port", "workers": 4,
+ "limits": {"max_connections": $((STREAMS + 200)), "max_connections_per_client": $((STREAMS + 200))},
+ "redis": {"url": "redis://127.0.0.1:$redis_port/0"},
+ "log": {"level": "warn", "access_log": false},
+ "openapi_file": "api/openapi.yaml", "docs_file": "/nonexistent",
+ "clusters": [{"name": "east-a", "region": "r", "zone": "z", "url": "$ks",
+               "token_file": "$tmp/ks-token", "ca_file": "$tmp/tls/ca.crt"}],
+ "auth": {"issuer": "fleetgate-demo", "audience": "fleetgate",
+          "keys": [{"kid": "demo", "pem_file": "$tmp/auth/jwt-public.pem", "algs": ["RS256"]}],
+          "audit_log": "$tmp/audit.log"},
+ "rate_limits": {"streams_per_principal": 10000, "read_per_minute": 1000000, "read_burst": 100000,
+                 "project_read_per_minute": 1000000, "project_read_burst": 100000}}
+JSON
+"$FG_BUILD/fleetgate" -c "$tmp/fleetgate.json" 2>"$tmp/fleetgate.log" & pids+=($!)
+echo $! >"$tmp/fleetgate.pid"
+wait_http "http://127.0.0.1:$fg_port/healthz"
+for _ in $(seq 1 200); do
+    curl -fsS -o /dev/null -H "Authorization: Bearer $token" "http://127.0.0.1:$fg_port/v1/projects/demo/pods/web-9" 2>/dev/null && break
+    sleep 0.05
+done
+
+get_p99() { # the p99 of 200 GETs of one pod, in ms
+    for _ in $(seq 1 200); do
+        curl -fsS -o /dev/null -w '%{time_total}\n' -H "Authorization: Bearer $token" \
+            "http://127.0.0.1:$fg_port/v1/projects/demo/pods/web-1"
+    done | sort -n | awk '{a[NR]=$1} END {printf "%.2f", a[int(NR*0.99)]*1000}'
+}
+
+idle_p99=$(get_p99)
+direct=$(/usr/bin/python3 tests/bench/stream_client.py direct \
+    "$ks/api/v1/namespaces/demo/pods/web-{i}/log?follow=true&timestamps=true&tailLines=1" \
+    ks-token "$tmp/tls/ca.crt" "$REF_STREAMS" "$SECONDS_HELD")
+/usr/bin/python3 tests/bench/stream_client.py gate 127.0.0.1 "$fg_port" "$token" "$STREAMS" \
+    "$SECONDS_HELD" "$tmp/fleetgate.pid" >"$tmp/gate.json" &
+client=$!
+sleep $((SECONDS_HELD / 2 + 1))
+busy_p99=$(get_p99)
+wait "$client"
+gate=$(cat "$tmp/gate.json")
+echo "$bench: reference, $REF_STREAMS follows straight from kubesim: $direct"
+echo "$bench: $STREAMS follows through fleetgate: $gate"
+/usr/bin/python3 - "$direct" "$gate" "$idle_p99" "$busy_p99" <<'PY'
+import json, sys
+d, g = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+print("stream_bench: RSS per follow stream %.1f KiB (%d streams, %d live at the end)"
+      % (g["rss_per_stream_kb"], g["streams"], g["live_at_end"]))
+print("stream_bench: line latency p50 %.2f ms (direct %.2f, ratio %.2f), p99 %.2f ms (direct %.2f, ratio %.2f)"
+      % (g["p50_ms"], d["p50_ms"], g["p50_ms"] / d["p50_ms"], g["p99_ms"], d["p99_ms"], g["p99_ms"] / d["p99_ms"]))
+print("stream_bench: GET of a pod, p99 %s ms idle, %s ms with the streams open" % (sys.argv[3], sys.argv[4]))
+PY

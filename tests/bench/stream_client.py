@@ -1,0 +1,135 @@
+#!/usr/bin/python3
+"""tests/bench/stream_client.py: the follow-stream load of tests/bench/stream_bench.sh.
+
+  stream_client.py direct URL TOKEN CA N SECONDS    N follows straight to kubesim (TLS, threads)
+  stream_client.py gate HOST PORT TOKEN N SECONDS PIDFILE  N follows through fleetgate (plain
+                                                   HTTP/1.0, one selector), fleetgate's RSS read
+                                                   before and after they are open
+
+Each line carries kubesim's timestamp (timestamps=true: the time the line was due); its latency
+is the time it arrived minus that. Prints JSON: lines, p50/p99 latency in ms, RSS figures."""
+import calendar
+import json
+import selectors
+import socket
+import ssl
+import sys
+import threading
+import time
+
+
+def stamp(line):
+    """Seconds since the epoch of an RFC 3339 (nano) timestamp at the start of line."""
+    t = line.split(b" ", 1)[0].decode()
+    whole, _, frac = t.rstrip("Z").partition(".")
+    return calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S")) + float("0." + (frac or "0"))
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * p))] if xs else None
+
+
+class Reader:
+    def __init__(self, lat, t0):
+        self.buf, self.head, self.lat, self.t0 = b"", True, lat, t0
+
+    def feed(self, data, now):
+        self.buf += data
+        if self.head:
+            end = self.buf.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            if not self.buf.startswith(b"HTTP/1.") or b" 200 " not in self.buf[:16]:
+                raise SystemExit("answer: %r" % self.buf[:200])
+            self.buf, self.head = self.buf[end + 4:], False
+        *lines, self.buf = self.buf.split(b"\n")
+        for l in lines:
+            if l and now >= self.t0:
+                self.lat.append((now - stamp(l)) * 1000.0)
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for l in f:
+            if l.startswith("VmRSS:"):
+                return int(l.split()[1])
+    return 0
+
+
+def direct(url, token, ca, n, seconds):
+    host, port_path = url.split("://", 1)[1].split(":", 1)
+    port, path = port_path.split("/", 1)
+    ctx = ssl.create_default_context(cafile=ca)
+    lat, lock, t_end = [], threading.Lock(), time.time() + seconds
+    t0 = time.time() + 1.0  # skip the tail and the connection's first second
+
+    def one(i):
+        s = ctx.wrap_socket(socket.create_connection((host, int(port))), server_hostname=host)
+        p = "/" + path.replace("{i}", str(i % 10))
+        s.sendall(("GET %s HTTP/1.0\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n" % (p, host, token)).encode())
+        mine, r = [], Reader(None, t0)
+        r.lat = mine
+        s.settimeout(0.5)
+        while time.time() < t_end:
+            try:
+                d = s.recv(65536)
+            except socket.timeout:
+                continue
+            if not d:
+                break
+            r.feed(d, time.time())
+        s.close()
+        with lock:
+            lat.extend(mine)
+
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    print(json.dumps({"lines": len(lat), "p50_ms": pct(lat, 0.5), "p99_ms": pct(lat, 0.99)}))
+
+
+def gate(host, port, token, n, seconds, pidfile):
+    pid = int(open(pidfile).read().strip())
+    sel = selectors.DefaultSelector()
+    lat = []
+    rss0 = rss_kb(pid)
+    t_open = time.time()
+    socks = []
+    for i in range(n):
+        s = socket.create_connection((host, int(port)))
+        p = "/v1/projects/demo/pods/web-%d/logs?follow=true&timestamps=true&tailLines=1" % (i % 10)
+        s.sendall(("GET %s HTTP/1.0\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n" % (p, host, token)).encode())
+        s.setblocking(False)
+        socks.append(s)
+    t0 = time.time() + 1.0
+    for s in socks:
+        sel.register(s, selectors.EVENT_READ, Reader(lat, t0))
+    open_s = time.time() - t_open
+    t_end = time.time() + seconds
+    rss1, measured = None, False
+    while time.time() < t_end:
+        for key, _ in sel.select(timeout=0.2):
+            d = key.fileobj.recv(65536)
+            if not d:
+                sel.unregister(key.fileobj)
+                continue
+            key.data.feed(d, time.time())
+        if not measured and time.time() > t0 + 2:
+            rss1, measured = rss_kb(pid), True
+    rss2 = rss_kb(pid)
+    live = len(sel.get_map())
+    for s in socks:
+        s.close()
+    print(json.dumps({"streams": n, "live_at_end": live, "open_s": round(open_s, 2),
+                      "lines": len(lat), "p50_ms": pct(lat, 0.5), "p99_ms": pct(lat, 0.99),
+                      "rss_before_kb": rss0, "rss_open_kb": rss1, "rss_end_kb": rss2,
+                      "rss_per_stream_kb": round(((rss1 or rss2) - rss0) / n, 1)}))
+
+
+if sys.argv[1] == "direct":
+    direct(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), float(sys.argv[6]))
+else:
+    gate(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), float(sys.argv[6]), sys.argv[7])
