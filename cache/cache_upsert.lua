@@ -1,19 +1,62 @@
--- cache/cache_upsert.lua: one watch event ADDED/MODIFIED applied to the canonical keys
--- (cache/SCHEMA.md section 2), plus the informer's bookkeeping, atomically.
+-- cache/cache_upsert.lua: one object written to the canonical keys (cache/SCHEMA.md section 2),
+-- atomically, by either writer of an object:
+--   mode 'watch' (or absent): a watch event ADDED/MODIFIED applied by its informer, with the
+--     informer's bookkeeping (fg:rv, fg:sync);
+--   mode 'through': the object a write handler got back from the cluster (write-through, so a
+--     GET right after the write shows it without waiting for the watch). fg:rv is left alone:
+--     it stays the watch's resume point.
+-- Neither writer lets an older version replace a newer one: the watch keeps a newer object a
+-- write put there, and a write-through does nothing once the watch reached its version.
 -- KEYS[1] fg:o:{kind}:{cluster}:{scope}   KEYS[2] fg:i:...   KEYS[3] fg:s:{kind}:{cluster}
 -- KEYS[4] fg:rv:{cluster}:{resource}      KEYS[5] fg:sync:{cluster}:{resource}
 -- ARGV: name, object JSON, scope, resourceVersion, now (Unix ms), app ('' unless a pod),
---       cluster, kind
--- Returns 1 when the object is new, 0 when it replaced one.
-local name, obj, scope, rv, now, app, cluster, kind =
-  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+--       cluster, kind, mode
+-- Returns (watch) 1 when the object is new, 0 otherwise; (through) 1 stored, 2 nothing to do
+-- (the cache shows this version or a newer one), -1 not comparable (not a decimal version).
+local name, obj, scope, rv, now, app, cluster, kind, mode =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9] or 'watch'
+
+-- resourceVersions compare as the decimal numbers etcd gives out (Kubernetes calls them opaque;
+-- fleetgate relies on their order for these guards only). nil when either is not one.
+local function digits(s)
+  if type(s) ~= 'string' or not string.match(s, '^%d+$') then return nil end
+  return (string.gsub(s, '^0+(%d)', '%1'))
+end
+local function newer(a, b) -- a > b, or nil
+  a, b = digits(a), digits(b)
+  if not a or not b then return nil end
+  if #a ~= #b then return #a > #b end
+  return a > b
+end
+-- The cached object's version: its first "version" member, since every simplified object
+-- starts with its identity (name, project, cluster, zone, uid, version: DNS names and strings
+-- whose quotes JSON escapes), before any member a user could name "version".
+local function version_of(json)
+  return json and string.match(json, '"version":"([^"]*)"') or nil
+end
+
 local old = redis.call('HGET', KEYS[1], name)
+if mode == 'through' then
+  if not digits(rv) then return -1 end
+  local seen = redis.call('GET', KEYS[4])
+  if seen and newer(rv, seen) == false then return 2 end
+  if old and newer(rv, version_of(old)) == false then return 2 end
+elseif old and newer(version_of(old), rv) then
+  -- a write-through put a newer version: keep it, the watch only moves on
+  redis.call('SET', KEYS[4], rv)
+  redis.call('HSET', KEYS[5], 'rv', rv, 'lastEventMs', now)
+  return 0
+end
+
 redis.call('HSET', KEYS[1], name, obj)
 local added = 0
 if not old then
   redis.call('ZADD', KEYS[2], 0, name)
   redis.call('SADD', KEYS[3], scope)
-  redis.call('HINCRBY', KEYS[5], 'objects', 1)
+  -- a write-through before the first sync leaves the count to the list that makes fg:sync
+  if mode ~= 'through' or redis.call('EXISTS', KEYS[5]) == 1 then
+    redis.call('HINCRBY', KEYS[5], 'objects', 1)
+  end
   added = 1
 end
 if kind == 'pod' then
@@ -35,6 +78,7 @@ if kind == 'pod' then
     end
   end
 end
+if mode == 'through' then return 1 end
 redis.call('SET', KEYS[4], rv)
 redis.call('HSET', KEYS[5], 'rv', rv, 'lastEventMs', now)
 return added

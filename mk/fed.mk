@@ -17,7 +17,8 @@ bench-fed: $(PLACE_BENCH)
 
 # make bench-writes: build/bench/write_bench (redis-server, kubesim with 3 clusters in 3 zones and
 # the daemon): p50/p99 of creating an app over 3 clusters through fleetgate vs one Deployment
-# create straight to kubesim, and their ratio; BENCH_ROUNDS rounds (default 100). Not in make test.
+# create straight to kubesim and vs three sent straight at once, and the ratios; BENCH_ROUNDS
+# rounds (default 100). Not in make test.
 WRITE_BENCH := $(BUILD)/bench/write_bench
 
 $(WRITE_BENCH): $(BUILD)/obj/tests/bench/write_bench.o $(TEST_SUPPORT_OBJ) $(LIB)

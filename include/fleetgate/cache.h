@@ -216,6 +216,28 @@ bool fg_cache_rv_reached(const char *have, const char *want);
  * FG_OK, FG_ETIMEOUT after timeout_ms, or FG_EIO when Redis cannot be read. */
 int fg_cache_wait_applied(fg_redis_t *r, const fg_cache_wait_t *w, size_t n, int timeout_ms);
 
+/* ---- write-through (src/cache/through.c) -----------------------------------------------------
+ *
+ * What a write handler does instead of waiting: it stores the translated object the cluster
+ * answered itself, guarded by resourceVersion against the watch, which applies the same change
+ * later (cache/cache_upsert.lua explains the guard). Removals are left to the watch. */
+typedef struct {
+    const char *kind;     /* fleetgate's kind name: "app" */
+    const char *cluster;  /* the member cluster written to */
+    const char *resource; /* its watch's resource: "deployments" */
+    const char *scope;    /* the project, "_" for cluster-scoped kinds */
+    const char *name;
+    const char *app;    /* a pod's app, else NULL */
+    const char *object; /* the simplified object (JSON) */
+    const char *rv;     /* the resourceVersion the cluster gave the write */
+} fg_cache_through_t;
+
+/* Writes the n items through in one round trip. shown[i] says whether the cache shows item i's
+ * write now (stored, or the cache already shows it or a newer version); false when its
+ * resourceVersion is not a decimal number (cannot be ordered) or Redis refused it: the caller
+ * then waits for the watch (fg_cache_wait_applied). FG_OK, or FG_EIO (every shown[i] false). */
+int fg_cache_write_through(fg_redis_t *r, const fg_cache_through_t *items, size_t n, bool *shown);
+
 /* ---- tier quota reservations (src/cache/quota.c, cache/quota_reserve.lua) -------------------
  *
  * Amounts are {cpu millicores, memory bytes, pods}. A write reserves what its app will take

@@ -189,6 +189,13 @@ json_t *fg_fed_outcomes_json(const fg_fed_write_t *w, const fg_fed_outcome_t *ou
 void fg_fed_outcomes_summary(const fg_fed_write_t *w, const fg_fed_outcome_t *out, size_t n,
                              char *buf, size_t buflen, bool *timed_out);
 
+/* Read your writes without the watch (src/fed/through.c): writes each Applied outcome's object
+ * (what the cluster answered) through to the cache, translated and guarded by resourceVersion;
+ * a delete's answer removes the object. shown[i] says whether the cache shows write i's result
+ * now; for the others (no usable answer, Redis unavailable) the caller waits for the watch. */
+void fg_fed_write_through(fg_fed_t *fed, const fg_fed_write_t *w, const fg_fed_outcome_t *out,
+                          size_t n, bool *shown);
+
 /* ---- the reconciler (src/fed/reconcile.c) ---------------------------------------------------- */
 
 /* A thread that, every period_ms, while this replica holds the lease fg:lease:_:reconciler

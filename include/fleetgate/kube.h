@@ -204,6 +204,17 @@ typedef struct {
  * itself failed (the calls not finished then hold FG_EIO). Thread-safe across distinct call
  * arrays (clients are shared safely). */
 int fg_kube_request_all(fg_kube_call_t *calls, size_t n, long deadline_ms);
+/* Connections kept between runs of calls (a curl multi handle's connection cache): runs through
+ * the same fg_kube_conns_t reuse the TCP and TLS connections earlier runs opened, at most
+ * FG_KUBE_CONNS_MAX of them. One run at a time on one (pool them across threads). Free it
+ * before the clients its calls went through. */
+#define FG_KUBE_CONNS_MAX 64
+typedef struct fg_kube_conns fg_kube_conns_t;
+fg_kube_conns_t *fg_kube_conns_new(void);
+void fg_kube_conns_free(fg_kube_conns_t *k); /* NULL is fine */
+/* fg_kube_request_all through conns (kept for the next run). */
+int fg_kube_request_all_in(fg_kube_conns_t *conns, fg_kube_call_t *calls, size_t n,
+                           long deadline_ms);
 /* Releases the answers the calls hold. */
 void fg_kube_calls_clear(fg_kube_call_t *calls, size_t n);
 

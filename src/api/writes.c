@@ -63,8 +63,13 @@ void wr_wait_applied(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcom
                      bool gone) {
     fg_api_t *api = fg_req_app(req);
     fg_cache_wait_t waits[FG_FED_MAX_CLUSTERS];
+    bool shown[FG_FED_MAX_CLUSTERS];
     size_t nw = 0;
-    for (size_t i = 0; i < n && nw < FG_FED_MAX_CLUSTERS; i++) {
+    n = n < FG_FED_MAX_CLUSTERS ? n : FG_FED_MAX_CLUSTERS;
+    fg_fed_write_through(api->fed, w, out, n, shown);
+    for (size_t i = 0; i < n; i++) {
+        if (shown[i])
+            continue; /* written through: the cache shows it already */
         const char *rv = json_string_value(
             json_object_get(json_object_get(out[i].object, "metadata"), "resourceVersion"));
         if (!gone && rv == NULL)
@@ -77,6 +82,8 @@ void wr_wait_applied(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcom
                                         .scope = scope,
                                         .name = name};
     }
+    if (nw == 0)
+        return;
     int rc = fg_cache_wait_applied(api->redis, waits, nw, WR_APPLIED_WAIT_MS);
     if (rc != FG_OK)
         FG_LOG(FG_LOG_WARN, fg_req_id(req),

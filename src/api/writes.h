@@ -27,9 +27,10 @@ bool wr_fanout_or_reply(fg_req_t *req, const fg_fed_write_t *w, size_t n, fg_fed
  * names each failing cluster (then suffix, may be NULL), `clusters` lists every outcome. */
 int wr_reply_failure(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *out, size_t n,
                      const char *suffix);
-/* Read your writes: waits until the cache of each written cluster shows its outcome (resource
- * "namespaces", "deployments"...; gone: for deletes). A wait that does not end in time is logged
- * and the answer goes anyway (the write happened). */
+/* Read your writes: writes each cluster's answer through to the cache (fg_fed_write_through),
+ * and waits only for those it could not, until the cache of that cluster shows its outcome
+ * (resource "namespaces", "deployments"...; gone: for deletes). A wait that does not end in
+ * time is logged and the answer goes anyway (the write happened). */
 void wr_wait_applied(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *out, size_t n,
                      const char *kind, const char *resource, const char *scope, const char *name,
                      bool gone);

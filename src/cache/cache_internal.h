@@ -15,6 +15,10 @@
 redisContext *fg_redis_connect_raw(const fg_redis_t *r, bool blocking_reads, char *why,
                                    size_t whylen);
 
+/* The informers' upsert script (embedded by informer.c), which write-through (through.c) runs
+ * too, in its 'through' mode. */
+extern const char fg_cache_upsert_lua[];
+
 /* ---- backoff: redis.c's pool slots and the informers' writers ------------------------ */
 
 typedef struct {

@@ -5,7 +5,8 @@
  * a slow or dead cluster costs the others nothing. Each cluster's result becomes an outcome:
  * Applied (2xx, or a 404 / 409 the write declared harmless), TimedOut (the deadline passed), or
  * Failed with the cluster's Status reason and message, quoted in the answer so the caller sees
- * which cluster refused what.
+ * which cluster refused what. The connections stay open between writes (a pool of connection
+ * sets), so a write costs no TCP or TLS set-up once one went to the same clusters.
  */
 #include "fed_internal.h"
 
@@ -47,6 +48,26 @@ static void judge(const fg_fed_write_t *w, const fg_kube_call_t *k, fg_fed_outco
         snprintf(o->detail, sizeof o->detail, "%s", k->err.message);
 }
 
+/* An idle connection set, or a new one. */
+static fg_kube_conns_t *conns_take(fg_fed_t *fed) {
+    fg_kube_conns_t *k = NULL;
+    pthread_mutex_lock(&fed->conns_mu);
+    if (fed->nconns > 0)
+        k = fed->conns[--fed->nconns];
+    pthread_mutex_unlock(&fed->conns_mu);
+    return k ? k : fg_kube_conns_new();
+}
+
+static void conns_give(fg_fed_t *fed, fg_kube_conns_t *k) {
+    pthread_mutex_lock(&fed->conns_mu);
+    if (fed->nconns < FED_CONNS_IDLE_MAX) {
+        fed->conns[fed->nconns++] = k;
+        k = NULL;
+    }
+    pthread_mutex_unlock(&fed->conns_mu);
+    fg_kube_conns_free(k);
+}
+
 size_t fg_fed_write_all(fg_fed_t *fed, const fg_fed_write_t *w, size_t n, long deadline_ms,
                         fg_fed_outcome_t *out) {
     fg_kube_call_t calls[FG_FED_MAX_CLUSTERS];
@@ -65,7 +86,9 @@ size_t fg_fed_write_all(fg_fed_t *fed, const fg_fed_write_t *w, size_t n, long d
             .client = c, .method = w[i].method, .path = w[i].path, .body = w[i].body};
         idx[ncalls++] = i;
     }
-    fg_kube_request_all(calls, ncalls, deadline_ms);
+    fg_kube_conns_t *conns = conns_take(fed);
+    fg_kube_request_all_in(conns, calls, ncalls, deadline_ms);
+    conns_give(fed, conns);
     for (size_t j = 0; j < ncalls; j++)
         judge(&w[idx[j]], &calls[j], &out[idx[j]]);
     fg_kube_calls_clear(calls, ncalls);

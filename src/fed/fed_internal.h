@@ -6,6 +6,8 @@
 
 #include <pthread.h>
 
+#define FED_CONNS_IDLE_MAX 16 /* about one per request thread writing at once */
+
 struct fg_fed {
     const fg_config_t *cfg;
     struct fg_redis *redis;
@@ -15,6 +17,11 @@ struct fg_fed {
     /* the write path's Kubernetes clients, in configuration order; thread-safe, set at start */
     fg_kube_client_t *clients[FG_FED_MAX_CLUSTERS];
     size_t nclients;
+    /* idle connection sets of the fan-out (fanout.c): a write takes one, so its requests go
+     * over connections an earlier write opened (no TCP or TLS set-up), and gives it back */
+    pthread_mutex_t conns_mu;
+    fg_kube_conns_t *conns[FED_CONNS_IDLE_MAX];
+    size_t nconns;
 };
 
 /* The client of a configured cluster, or NULL. */

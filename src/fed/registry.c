@@ -291,6 +291,7 @@ int fg_fed_new(fg_fed_t **out, const fg_config_t *cfg, fg_redis_t *redis, int64_
     fed->redis = redis;
     fed->max_age_ms = max_age_ms;
     pthread_mutex_init(&fed->mu, NULL);
+    pthread_mutex_init(&fed->conns_mu, NULL);
     for (size_t i = 0; i < cfg->nclusters && i < FG_FED_MAX_CLUSTERS; i++) {
         fg_kube_error_t err;
         rc = fg_kube_client_new(&fed->clients[i], &cfg->clusters[i], NULL, &err);
@@ -317,6 +318,9 @@ fg_kube_client_t *fed_client(const fg_fed_t *fed, const char *cluster) {
 void fg_fed_free(fg_fed_t *fed) {
     if (fed == NULL)
         return;
+    for (size_t i = 0; i < fed->nconns; i++) /* before the clients they went through */
+        fg_kube_conns_free(fed->conns[i]);
+    pthread_mutex_destroy(&fed->conns_mu);
     for (size_t i = 0; i < fed->nclients; i++)
         fg_kube_client_free(fed->clients[i]);
     fg_fed_registry_release(fed->cur);

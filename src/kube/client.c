@@ -477,12 +477,40 @@ int fg_kube_request(fg_kube_client_t *c, fg_kube_method_t method, const char *pa
 /* Every call's transfer is added to one multi handle and driven until all have ended; each has
  * its own deadline (CURLOPT_TIMEOUT_MS), so a slow cluster costs the others nothing. A call
  * that cannot start (bad path, body too large) ends at once with its rc. */
+struct fg_kube_conns {
+    CURLM *multi; /* its connection cache is what is kept */
+};
+
+fg_kube_conns_t *fg_kube_conns_new(void) {
+    pthread_once(&curl_once, curl_init);
+    fg_kube_conns_t *k = fg_xcalloc(1, sizeof *k);
+    k->multi = curl_multi_init();
+    if (k->multi == NULL)
+        abort(); /* out of memory */
+    /* keep a connection to every member cluster, however few calls a run has */
+    curl_multi_setopt(k->multi, CURLMOPT_MAXCONNECTS, (long)FG_KUBE_CONNS_MAX);
+    return k;
+}
+
+void fg_kube_conns_free(fg_kube_conns_t *k) {
+    if (k == NULL)
+        return;
+    curl_multi_cleanup(k->multi);
+    free(k);
+}
+
 int fg_kube_request_all(fg_kube_call_t *calls, size_t n, long deadline_ms) {
+    fg_kube_conns_t *k = fg_kube_conns_new();
+    int rc = fg_kube_request_all_in(k, calls, n, deadline_ms);
+    fg_kube_conns_free(k);
+    return rc;
+}
+
+int fg_kube_request_all_in(fg_kube_conns_t *conns, fg_kube_call_t *calls, size_t n,
+                           long deadline_ms) {
     int rc = FG_OK;
     xfer_t *xs = fg_xcalloc(n ? n : 1, sizeof *xs);
-    CURLM *m = curl_multi_init();
-    if (m == NULL)
-        abort(); /* out of memory */
+    CURLM *m = conns->multi;
     for (size_t i = 0; i < n; i++) {
         fg_kube_call_t *k = &calls[i];
         fg_kube_error_clear(&k->err);
@@ -523,7 +551,6 @@ int fg_kube_request_all(fg_kube_call_t *calls, size_t n, long deadline_ms) {
             curl_multi_remove_handle(m, xs[i].e); /* harmless when already removed */
         xfer_free(&xs[i]);
     }
-    curl_multi_cleanup(m);
     free(xs);
     return rc;
 }

@@ -499,6 +499,47 @@ START_TEST(app_create_spread_and_read_your_writes) {
 }
 END_TEST
 
+/* Read your writes without the watch: with the replica that runs the informers stopped
+ * (SIGSTOP: no watch event reaches the cache), a second replica without informers creates and
+ * scales an app, and its answer and a GET right after show the change: the write put what the
+ * clusters answered into the cache itself (write-through). */
+START_TEST(app_read_your_writes_without_the_watch) {
+    create_quota_project();
+    char cfg[sizeof daemon_cfg + 64], *at = strstr(daemon_cfg, "\"rate_limits\"");
+    ck_assert_ptr_nonnull(at);
+    snprintf(cfg, sizeof cfg, "%.*s\"cache\": {\"enabled\": false}, %s", (int)(at - daemon_cfg),
+             daemon_cfg, at);
+    uint16_t port2, port1 = port;
+    pid_t second = th_daemon_start(cfg, &port2, NULL);
+    ck_assert_int_gt(second, 0);
+    ck_assert_int_eq(kill(daemon_pid, SIGSTOP), 0);
+    port = port2;
+    char *body = app_body("still", 4, "{\"policy\": \"Spread\"}", NULL);
+    th_resp_t r;
+    long st = call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r);
+    json_t *a = st == 201 ? body_json(&r) : NULL;
+    long shown = a ? (long)json_integer_value(json_object_get(
+                         json_object_get(json_object_get(a, "status"), "replicas"), "desired"))
+                   : -1;
+    th_resp_free(&r);
+    json_decref(a);
+    long got = desired("still");
+    long scaled = call("POST", "/v1/projects/shop/apps/still:scale", dev, "{\"replicas\": 2}", NULL,
+                       true, &r);
+    th_resp_free(&r);
+    long after = desired("still");
+    port = port1;
+    kill(daemon_pid, SIGCONT);
+    ck_assert_int_eq(th_daemon_stop(second, SIGTERM, 5000), 0);
+    ck_assert_int_eq(st, 201);
+    ck_assert_int_eq(shown, 4);
+    ck_assert_int_eq(got, 4);
+    ck_assert_int_eq(scaled, 200);
+    ck_assert_int_eq(after, 2);
+    free(body);
+}
+END_TEST
+
 START_TEST(app_pack_with_selector_and_dry_run) {
     create_quota_project();
     char *body = app_body("api", 4,
@@ -895,6 +936,7 @@ static Suite *writes_suite(void) {
     tcase_add_checked_fixture(ta, setup, teardown);
     tcase_set_timeout(ta, 120);
     tcase_add_test(ta, app_create_spread_and_read_your_writes);
+    tcase_add_test(ta, app_read_your_writes_without_the_watch);
     tcase_add_test(ta, app_pack_with_selector_and_dry_run);
     tcase_add_test(ta, app_verbs_and_delete);
     tcase_add_test(ta, app_refusals);

@@ -1,0 +1,96 @@
+/* cache/through.c: write-through. A write handler stores the object a member cluster answered
+ * (already translated) straight into the canonical keys, so a GET on any replica right after
+ * shows it without waiting for the cluster's watch to bring it back.
+ *
+ * It runs the informer's own script (cache/cache_upsert.lua) in its 'through' mode, so both
+ * writers of an object keep the same keys the same way and guard against each other by
+ * resourceVersion: a write-through stores nothing once the watch reached its version (fg:rv at
+ * or past it: the cache already shows it, or something newer such as its deletion), nor over a
+ * newer cached object; the watch never replaces a newer object a write-through stored, nor
+ * deletes it on an older DELETED event. fg:rv, the watch's resume point, is only ever moved by
+ * the watch. Removals are not written through: with no record of a deletion, an older watch
+ * event still on its way would bring the object back until the DELETED event came. All items go
+ * in one round trip. */
+#include "cache_internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+static fg_redis_script_t script;
+static pthread_once_t script_once = PTHREAD_ONCE_INIT;
+
+static void script_init(void) {
+    fg_redis_script_init(&script, fg_cache_upsert_lua);
+}
+
+/* Appends item it's EVALSHA (ARGV as cache_upsert.lua: name, object, scope, resourceVersion,
+ * now (unused), app, cluster, kind, mode); returns its index in the batch. */
+static size_t add(fg_redis_batch_t *b, const fg_cache_through_t *it) {
+    fg_cache_key_t ko, ki, ks, kr, kq;
+    const char *argv[] = {"EVALSHA",
+                          script.sha1,
+                          "5",
+                          fg_cache_key_objects(&ko, it->kind, it->cluster, it->scope),
+                          fg_cache_key_index(&ki, it->kind, it->cluster, it->scope),
+                          fg_cache_key_scopes(&ks, it->kind, it->cluster),
+                          fg_cache_key_rv(&kr, it->cluster, it->resource),
+                          fg_cache_key_sync(&kq, it->cluster, it->resource),
+                          it->name,
+                          it->object,
+                          it->scope,
+                          it->rv,
+                          "0",
+                          it->app ? it->app : "",
+                          it->cluster,
+                          it->kind,
+                          "through"};
+    return fg_redis_batch_add(b, sizeof argv / sizeof argv[0], argv, NULL);
+}
+
+static bool noscript(const fg_redis_reply_t *rep) {
+    size_t len;
+    const char *s = fg_redis_reply_str(rep, &len);
+    return fg_redis_reply_type(rep) == FG_REDIS_ERROR && s && len >= 8 &&
+           strncmp(s, "NOSCRIPT", 8) == 0;
+}
+
+int fg_cache_write_through(fg_redis_t *r, const fg_cache_through_t *items, size_t n, bool *shown) {
+    pthread_once(&script_once, script_init);
+    fg_redis_batch_t *b = fg_redis_batch_new();
+    int rc = FG_OK;
+    for (size_t i = 0; i < n; i++)
+        shown[i] = false;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        fg_redis_batch_reset(b);
+        for (size_t i = 0; i < n; i++)
+            add(b, &items[i]);
+        rc = fg_redis_batch_run(r, b, NULL, 0);
+        if (rc != FG_OK)
+            break;
+        bool missing = false;
+        for (size_t i = 0; i < n; i++)
+            missing = missing || noscript(fg_redis_batch_reply(b, i));
+        if (!missing)
+            break;
+        /* First use on this server (or after SCRIPT FLUSH / a restart): load, then again. The
+         * scripts are guarded, so running an item twice changes nothing. */
+        const char *load[] = {"SCRIPT", "LOAD", script.source};
+        rc = fg_redis_command(r, 3, load) == FG_OK ? FG_OK : FG_EIO;
+        if (rc != FG_OK)
+            break;
+    }
+    for (size_t i = 0; rc == FG_OK && i < n; i++) {
+        const fg_redis_reply_t *rep = fg_redis_batch_reply(b, i);
+        int64_t v = fg_redis_reply_type(rep) == FG_REDIS_INTEGER ? fg_redis_reply_int(rep) : -1;
+        if (fg_redis_reply_type(rep) == FG_REDIS_ERROR) {
+            size_t len;
+            const char *s = fg_redis_reply_str(rep, &len);
+            FG_LOG(FG_LOG_ERROR, NULL, "cache: write-through of %s %s/%s refused: %.*s",
+                   items[i].kind, items[i].cluster, items[i].name, (int)(len < 200 ? len : 200), s);
+        }
+        shown[i] = v == 1 || v == 2;
+    }
+    fg_redis_batch_free(b);
+    return rc;
+}

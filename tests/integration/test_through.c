@@ -1,0 +1,284 @@
+/* Integration tests of write-through (src/cache/through.c) and the resourceVersion guard it
+ * shares with the informers' scripts, on a private redis-server: a write-through stores an
+ * object the watch has not reached and nothing once it has; the watch never replaces a newer
+ * object a write-through stored, nor deletes it on an older DELETED event; fg:rv moves only
+ * with the watch. The watch's side is the informer's own call (EVALSHA of the embedded script
+ * with the informer's arguments). */
+#include "fleetgate/cache.h"
+
+#include "testmain.h"
+#include "testredis.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const char fg_cache_upsert_lua[], fg_cache_delete_lua[];
+
+static tr_redis_t srv;
+static fg_redis_t *r;
+
+static void setup(void) {
+    ck_assert_int_eq(tr_redis_start(&srv), 0);
+    ck_assert_int_eq(fg_redis_new(&r, srv.url, 2, 1000), FG_OK);
+}
+
+static void teardown(void) {
+    fg_redis_free(r);
+    tr_redis_stop(&srv);
+}
+
+/* A simplified app as translate makes it: identity first; a label named "version" after it
+ * (which the guard must not read). */
+static char *app_json(const char *version) {
+    return fg_xasprintf("{\"name\":\"web\",\"project\":\"shop\",\"cluster\":\"east\",\"zone\":"
+                        "\"z1\",\"uid\":\"u-1\",\"version\":\"%s\",\"labels\":{\"version\":"
+                        "\"99999\"}}",
+                        version);
+}
+
+/* The version the cache holds for shop/web in east ("" when absent). */
+static void cached_version(char *out, size_t n) {
+    const char *argv[] = {"HGET", "fg:o:app:east:shop", "web"};
+    fg_redis_reply_t *rep = NULL;
+    ck_assert_int_eq(fg_redis_query(r, 3, argv, &rep, NULL, 0), FG_OK);
+    size_t len;
+    const char *s = fg_redis_reply_str(rep, &len);
+    out[0] = '\0';
+    if (s) {
+        const char *v = strstr(s, "\"version\":\"");
+        ck_assert_ptr_nonnull(v);
+        v += 11;
+        snprintf(out, n, "%.*s", (int)strcspn(v, "\""), v);
+    }
+    fg_redis_reply_free(rep);
+}
+
+static void get_string(const char *key, char *out, size_t n) {
+    const char *argv[] = {"GET", key};
+    fg_redis_reply_t *rep = NULL;
+    ck_assert_int_eq(fg_redis_query(r, 2, argv, &rep, NULL, 0), FG_OK);
+    size_t len;
+    const char *s = fg_redis_reply_str(rep, &len);
+    snprintf(out, n, "%.*s", s ? (int)len : 0, s ? s : "");
+    fg_redis_reply_free(rep);
+}
+
+static int64_t int_of(size_t argc, const char *const *argv) {
+    fg_redis_reply_t *rep = NULL;
+    ck_assert_int_eq(fg_redis_query(r, argc, argv, &rep, NULL, 0), FG_OK);
+    int64_t v = fg_redis_reply_int(rep);
+    if (fg_redis_reply_type(rep) == FG_REDIS_STRING) {
+        size_t len;
+        const char *s = fg_redis_reply_str(rep, &len);
+        char buf[32];
+        snprintf(buf, sizeof buf, "%.*s", (int)len, s);
+        v = strtoll(buf, NULL, 10);
+    }
+    fg_redis_reply_free(rep);
+    return v;
+}
+
+/* A watch event as the informer applies it (src/cache/informer.c apply_event). */
+static void watch(bool deleted, const char *version) {
+    char *obj = deleted ? fg_xstrdup("") : app_json(version);
+    const char *argv[] = {"EVAL",
+                          deleted ? fg_cache_delete_lua : fg_cache_upsert_lua,
+                          "5",
+                          "fg:o:app:east:shop",
+                          "fg:i:app:east:shop",
+                          "fg:s:app:east",
+                          "fg:rv:east:deployments",
+                          "fg:sync:east:deployments",
+                          "web",
+                          obj,
+                          "shop",
+                          version,
+                          "1000",
+                          "",
+                          "east",
+                          "app"};
+    fg_redis_reply_t *rep = NULL;
+    ck_assert_int_eq(fg_redis_query(r, 16, argv, &rep, NULL, 0), FG_OK);
+    ck_assert_int_ne(fg_redis_reply_type(rep), FG_REDIS_ERROR);
+    fg_redis_reply_free(rep);
+    free(obj);
+}
+
+static bool through(const char *version) {
+    char *obj = app_json(version);
+    fg_cache_through_t it = {.kind = "app",
+                             .cluster = "east",
+                             .resource = "deployments",
+                             .scope = "shop",
+                             .name = "web",
+                             .object = obj,
+                             .rv = version};
+    bool shown = false;
+    ck_assert_int_eq(fg_cache_write_through(r, &it, 1, &shown), FG_OK);
+    free(obj);
+    return shown;
+}
+
+static void set_watch_rv(const char *rv) {
+    const char *argv[] = {"HSET", "fg:sync:east:deployments", "state", "Synced", "objects", "0"};
+    ck_assert_int_eq(fg_redis_command(r, 6, argv), FG_OK);
+    const char *set[] = {"SET", "fg:rv:east:deployments", rv};
+    ck_assert_int_eq(fg_redis_command(r, 3, set), FG_OK);
+}
+
+START_TEST(through_stores_what_the_watch_has_not_reached) {
+    char v[32], rv[32];
+    set_watch_rv("10");
+    ck_assert(through("12"));
+    cached_version(v, sizeof v);
+    ck_assert_str_eq(v, "12");
+    get_string("fg:rv:east:deployments", rv, sizeof rv);
+    ck_assert_str_eq(rv, "10"); /* the watch's resume point is the watch's */
+    const char *zs[] = {"ZSCORE", "fg:i:app:east:shop", "web"},
+               *sm[] = {"SISMEMBER", "fg:s:app:east", "shop"},
+               *ob[] = {"HGET", "fg:sync:east:deployments", "objects"};
+    ck_assert_int_eq(int_of(3, zs), 0);
+    ck_assert_int_eq(int_of(3, sm), 1);
+    ck_assert_int_eq(int_of(3, ob), 1);
+    /* the watch then brings the same version: one object still */
+    watch(false, "12");
+    ck_assert_int_eq(int_of(3, ob), 1);
+    get_string("fg:rv:east:deployments", rv, sizeof rv);
+    ck_assert_str_eq(rv, "12");
+}
+END_TEST
+
+START_TEST(through_does_nothing_once_the_watch_reached_it) {
+    char v[32];
+    set_watch_rv("15"); /* e.g. the object was created at 12 and deleted at 15 */
+    ck_assert(through("12"));
+    cached_version(v, sizeof v);
+    ck_assert_str_eq(v, ""); /* not brought back */
+    set_watch_rv("12");
+    ck_assert(through("12"));
+    cached_version(v, sizeof v);
+    ck_assert_str_eq(v, "");
+}
+END_TEST
+
+START_TEST(through_never_replaces_a_newer_object) {
+    char v[32];
+    set_watch_rv("10");
+    ck_assert(through("20"));
+    ck_assert(through("12")); /* an older write answered later */
+    cached_version(v, sizeof v);
+    ck_assert_str_eq(v, "20");
+    ck_assert(through("100")); /* longer is larger: compared as numbers, not text */
+    cached_version(v, sizeof v);
+    ck_assert_str_eq(v, "100");
+}
+END_TEST
+
+START_TEST(watch_keeps_a_newer_written_through_object) {
+    char v[32], rv[32];
+    set_watch_rv("10");
+    ck_assert(through("12"));
+    watch(false, "11"); /* an older change of the same object, still on its way */
+    cached_version(v, sizeof v);
+    ck_assert_str_eq(v, "12");
+    get_string("fg:rv:east:deployments", rv, sizeof rv);
+    ck_assert_str_eq(rv, "11"); /* the watch moves on */
+    watch(true, "11");          /* an older deletion (the object was made again at 12) */
+    cached_version(v, sizeof v);
+    ck_assert_str_eq(v, "12");
+    watch(false, "13");
+    cached_version(v, sizeof v);
+    ck_assert_str_eq(v, "13");
+    watch(true, "14");
+    cached_version(v, sizeof v);
+    ck_assert_str_eq(v, "");
+}
+END_TEST
+
+START_TEST(versions_that_are_not_numbers_are_not_written_through) {
+    char v[32];
+    set_watch_rv("10");
+    ck_assert(!through("abc"));
+    cached_version(v, sizeof v);
+    ck_assert_str_eq(v, "");
+    /* the watch stores what it gets, as before */
+    watch(false, "x1");
+    cached_version(v, sizeof v);
+    ck_assert_str_eq(v, "x1");
+}
+END_TEST
+
+START_TEST(pods_are_filed_under_their_app) {
+    set_watch_rv("1");
+    const char *setrv[] = {"SET", "fg:rv:east:pods", "1"};
+    ck_assert_int_eq(fg_redis_command(r, 3, setrv), FG_OK);
+    const char *pod = "{\"name\":\"web-1\",\"project\":\"shop\",\"cluster\":\"east\",\"zone\":"
+                      "\"z1\",\"uid\":\"p\",\"version\":\"5\",\"app\":\"web\"}";
+    fg_cache_through_t it = {.kind = "pod",
+                             .cluster = "east",
+                             .resource = "pods",
+                             .scope = "shop",
+                             .name = "web-1",
+                             .app = "web",
+                             .object = pod,
+                             .rv = "5"};
+    bool shown = false;
+    ck_assert_int_eq(fg_cache_write_through(r, &it, 1, &shown), FG_OK);
+    ck_assert(shown);
+    const char *a[] = {"SISMEMBER", "fg:a:east:shop:web", "web-1"},
+               *ax[] = {"SISMEMBER", "fg:ax:east", "shop:web"};
+    ck_assert_int_eq(int_of(3, a), 1);
+    ck_assert_int_eq(int_of(3, ax), 1);
+}
+END_TEST
+
+START_TEST(scripts_flushed_are_loaded_again) {
+    const char *flush[] = {"SCRIPT", "FLUSH"};
+    set_watch_rv("1");
+    ck_assert(through("2"));
+    ck_assert_int_eq(fg_redis_command(r, 2, flush), FG_OK);
+    ck_assert(through("3"));
+    char v[32];
+    cached_version(v, sizeof v);
+    ck_assert_str_eq(v, "3");
+}
+END_TEST
+
+START_TEST(redis_gone_is_eio_and_nothing_shown) {
+    tr_redis_stop(&srv);
+    fg_cache_through_t it = {.kind = "app",
+                             .cluster = "east",
+                             .resource = "deployments",
+                             .scope = "shop",
+                             .name = "web",
+                             .object = "{}",
+                             .rv = "1"};
+    bool shown = true;
+    ck_assert_int_eq(fg_cache_write_through(r, &it, 1, &shown), FG_EIO);
+    ck_assert(!shown);
+    ck_assert_int_eq(tr_redis_start(&srv), 0); /* for teardown */
+}
+END_TEST
+
+static Suite *through_suite(void) {
+    Suite *s = suite_create("through");
+    TCase *tc = tcase_create("guard");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, through_stores_what_the_watch_has_not_reached);
+    tcase_add_test(tc, through_does_nothing_once_the_watch_reached_it);
+    tcase_add_test(tc, through_never_replaces_a_newer_object);
+    tcase_add_test(tc, watch_keeps_a_newer_written_through_object);
+    tcase_add_test(tc, versions_that_are_not_numbers_are_not_written_through);
+    tcase_add_test(tc, pods_are_filed_under_their_app);
+    tcase_add_test(tc, scripts_flushed_are_loaded_again);
+    tcase_add_test(tc, redis_gone_is_eio_and_nothing_shown);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    return tm_run(through_suite());
+}
