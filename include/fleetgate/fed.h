@@ -200,10 +200,13 @@ void fg_fed_write_through(fg_fed_t *fed, const fg_fed_write_t *w, const fg_fed_o
 
 /* A thread that, every period_ms, while this replica holds the lease fg:lease:_:reconciler
  * (holder: the replica's id), creates the namespaces of fleetgate's projects in the reachable,
- * synced clusters that lack them. fed must outlive it. FG_OK with *out, or FG_EIO. */
+ * synced clusters that lack them, then runs extra(ud) (may be NULL: the module that knows a
+ * kind, e.g. api/ for apps, reconciles it there). fed must outlive it. FG_OK with *out, or
+ * FG_EIO. */
 typedef struct fg_fed_reconciler fg_fed_reconciler_t;
+typedef void (*fg_fed_pass_fn)(void *ud);
 int fg_fed_reconciler_start(fg_fed_reconciler_t **out, fg_fed_t *fed, const char *holder,
-                            int64_t period_ms);
+                            int64_t period_ms, fg_fed_pass_fn extra, void *ud);
 /* Stops the thread, gives up the lease and frees it. NULL is fine. */
 void fg_fed_reconciler_stop(fg_fed_reconciler_t *rc);
 

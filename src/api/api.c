@@ -60,8 +60,9 @@ int fg_api_new(fg_api_t **out, const fg_config_t *cfg) {
         else
             snprintf(holder, sizeof holder, "reconciler-%ld-%llx", (long)getpid(),
                      (unsigned long long)fg_hash64(&api, sizeof api, (uint64_t)fg_now_ns()));
-        if (fg_fed_reconciler_start(&api->reconciler, api->fed, holder, RECONCILE_PERIOD_MS) !=
-            FG_OK)
+        api->rc_apps = rc_apps_new(api, RECONCILE_PERIOD_MS);
+        if (fg_fed_reconciler_start(&api->reconciler, api->fed, holder, RECONCILE_PERIOD_MS,
+                                    rc_apps_pass, api->rc_apps) != FG_OK)
             fg_log(FG_LOG_ERROR, NULL, "fed: cannot start the reconciler");
     }
     *out = api;
@@ -72,8 +73,9 @@ void fg_api_free(fg_api_t *api) {
     if (api == NULL)
         return;
     fg_fed_reconciler_stop(api->reconciler); /* before the fed it uses */
-    fg_fed_free(api->fed);                   /* before the pool it borrows */
-    fg_redis_mirror_free(api->pod_mirror);   /* before the pool it borrows */
+    rc_apps_free(api->rc_apps);
+    fg_fed_free(api->fed);                 /* before the pool it borrows */
+    fg_redis_mirror_free(api->pod_mirror); /* before the pool it borrows */
     fg_redis_free(api->redis);
     free(api->openapi);
     free(api->docs);

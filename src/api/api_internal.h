@@ -22,12 +22,19 @@ struct fg_api {
     struct fg_redis_mirror *pod_mirror;   /* local copies of pods for GET; owned; NULL: off */
     struct fg_fed *fed;                   /* the member clusters for placement (fed/); owned */
     struct fg_fed_reconciler *reconciler; /* owned; NULL when the cache is off */
+    struct rc_apps *rc_apps;              /* the apps' pass of the reconciler (reconcile.c) */
     struct fg_streams *streams;           /* the stream loop (logs, exec); borrowed; NULL: none */
 };
 
 /* The readiness checks, in the order /readyz reports them. */
 extern const ready_check_t fg_api_ready_checks[];
 extern const size_t fg_api_nready_checks;
+
+/* The reconciler's pass over apps (src/api/reconcile.c), run by fed/'s reconciler thread while
+ * this replica holds its lease: new/free around the reconciler's start and stop. */
+struct rc_apps *rc_apps_new(fg_api_t *api, int64_t period_ms);
+void rc_apps_free(struct rc_apps *r);
+void rc_apps_pass(void *r);
 
 int fg_api_healthz(fg_req_t *req);
 int fg_api_readyz(fg_req_t *req);

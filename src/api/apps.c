@@ -248,13 +248,26 @@ static int reply_app(fg_req_t *req, const char *project, const char *name, unsig
 static json_t *app_annotations(fg_req_t *req, const json_t *spec, const json_t *explain) {
     json_t *a = json_object();
     char *s = fg_json_dumps(spec, NULL), *p = explain ? fg_json_dumps(explain, NULL) : NULL;
-    json_object_set_new(a, "fleetgate.io/spec", json_string(s));
+    json_object_set_new(a, AS_SPEC_ANN, json_string(s));
+    char at[24];
+    snprintf(at, sizeof at, "%lld", (long long)fg_wall_ms());
+    json_object_set_new(a, AS_SPEC_AT_ANN, json_string(at));
     if (p)
         json_object_set_new(a, "fleetgate.io/placement", json_string(p));
     free(s);
     free(p);
     wr_stamp(req, a);
     return a;
+}
+
+/* {cluster: replicas} of the clusters placement chose (as_mark records it). A new reference. */
+static json_t *chosen_shards(const fg_fed_placement_t *p) {
+    json_t *sh = json_object();
+    for (size_t i = 0; i < p->nverdicts; i++)
+        if (p->verdicts[i].chosen)
+            json_object_set_new(sh, p->verdicts[i].cluster->name,
+                                json_integer(p->verdicts[i].replicas));
+    return sh;
 }
 
 /* Deletes what a failed create made, so a create is all or nothing. */
@@ -275,7 +288,7 @@ static void roll_back(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outco
 
 int fg_api_create_app(fg_req_t *req) {
     const char *project = fg_req_param(req, "project");
-    json_t *app = fg_req_json(req), *proj = NULL, *explain = NULL, *ann = NULL;
+    json_t *app = fg_req_json(req), *proj = NULL, *explain = NULL, *ann = NULL, *shards = NULL;
     json_t *deps[FG_FED_MAX_CLUSTERS] = {NULL};
     fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
     fg_fed_outcome_t o[FG_FED_MAX_CLUSTERS];
@@ -323,10 +336,12 @@ int fg_api_create_app(fg_req_t *req) {
     explain = fg_fed_explain(&p, fg_wall_ms());
     ann = app_annotations(req, spec, explain);
     snprintf(path, sizeof path, "/apis/apps/v1/namespaces/%s/deployments", project);
+    shards = chosen_shards(&p);
     for (size_t i = 0; i < p.nverdicts; i++) {
         if (!p.verdicts[i].chosen)
             continue;
         deps[n] = as_deployment(app, project, p.verdicts[i].replicas, ann);
+        as_mark(json_object_get(deps[n], "metadata"), shards, p.verdicts[i].cluster->name);
         w[n] = (fg_fed_write_t){.cluster = p.verdicts[i].cluster->name,
                                 .method = FG_KUBE_POST,
                                 .path = path,
@@ -351,6 +366,7 @@ out:
     json_decref(proj);
     json_decref(explain);
     json_decref(ann);
+    json_decref(shards);
     return rc;
 }
 
@@ -472,28 +488,29 @@ static json_t *patch_restart(fg_req_t *req, const json_t *cached, const json_t *
 static json_t *patch_stop(fg_req_t *req, const json_t *cached, const json_t *live) {
     (void)live;
     int64_t desired = rd_int(json_object_get(cached, "replicas"), "desired", 1);
-    json_t *p = json_pack("{s:{s:i}}", "spec", "replicas", 0);
+    json_t *p = json_pack("{s:{s:i},s:{s:{s:s}}}", "spec", "replicas", 0, "metadata", "labels",
+                          AS_STOPPED_LABEL, "true");
     if (desired > 0) { /* a stopped app keeps what it had before the first stop */
         char n[24];
         snprintf(n, sizeof n, "%lld", (long long)desired);
-        json_object_set_new(
-            p, "metadata",
-            json_pack("{s:{s:s}}", "annotations", "fleetgate.io/stopped-replicas", n));
+        json_object_set_new(json_object_get(p, "metadata"), "annotations",
+                            json_pack("{s:s}", "fleetgate.io/stopped-replicas", n));
     }
     return stamped(req, p);
 }
 
 static json_t *patch_resume(fg_req_t *req, const json_t *cached, const json_t *live) {
     (void)cached;
-    json_t *p = json_pack("{s:{s:b}}", "spec", "paused", 0);
+    json_t *p = json_pack("{s:{s:b},s:{s:{s:n}}}", "spec", "paused", 0, "metadata", "labels",
+                          AS_STOPPED_LABEL);
     const char *s = json_string_value(
         json_object_get(json_object_get(json_object_get(live, "metadata"), "annotations"),
                         "fleetgate.io/stopped-replicas"));
     int64_t n;
     if (s && fg_parse_int64(s, strlen(s), 0, 1000, &n) == FG_OK) {
         json_object_set_new(json_object_get(p, "spec"), "replicas", json_integer(n));
-        json_object_set_new(p, "metadata",
-                            json_pack("{s:{s:n}}", "annotations", "fleetgate.io/stopped-replicas"));
+        json_object_set_new(json_object_get(p, "metadata"), "annotations",
+                            json_pack("{s:n}", "fleetgate.io/stopped-replicas"));
     }
     return stamped(req, p);
 }
@@ -597,7 +614,8 @@ int fg_api_scale_app(fg_req_t *req) {
         return FG_OK;
     fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
     fg_fed_outcome_t live[FG_FED_MAX_CLUSTERS];
-    json_t *bodies[FG_FED_MAX_CLUSTERS] = {NULL}, *spec = NULL, *proj = NULL, *explain = NULL;
+    json_t *bodies[FG_FED_MAX_CLUSTERS] = {NULL}, *spec = NULL, *proj = NULL, *explain = NULL,
+           *shards = NULL;
     size_t n = app_writes(&a, FG_KUBE_GET, NULL, w);
     int rc = FG_OK;
     bool only[FG_FED_MAX_CLUSTERS] = {false};
@@ -625,14 +643,19 @@ int fg_api_scale_app(fg_req_t *req) {
     if (!wr_audit_or_reply(req, "scale the app's Deployments"))
         goto out;
     explain = fg_fed_explain(&p, fg_wall_ms());
+    shards = json_object(); /* every holder keeps its Deployment, some at 0 */
     for (size_t j = 0; j < n; j++) {
         int64_t share = 0;
         for (size_t i = 0; i < p.nverdicts; i++)
             if (strcmp(p.verdicts[i].cluster->name, w[j].cluster) == 0)
                 share = p.verdicts[i].replicas;
-        bodies[j] =
-            json_pack("{s:{s:o},s:{s:I}}", "metadata", "annotations",
-                      app_annotations(req, spec, explain), "spec", "replicas", (json_int_t)share);
+        json_object_set_new(shards, w[j].cluster, json_integer(share));
+    }
+    for (size_t j = 0; j < n; j++) {
+        bodies[j] = json_pack("{s:{s:o},s:{s:I}}", "metadata", "annotations",
+                              app_annotations(req, spec, explain), "spec", "replicas",
+                              json_integer_value(json_object_get(shards, w[j].cluster)));
+        as_mark(json_object_get(bodies[j], "metadata"), shards, w[j].cluster);
     }
     app_writes(&a, FG_KUBE_PATCH, bodies, w);
     rc = apply_and_reply(req, &a, w, n, explain);
@@ -643,6 +666,7 @@ out:
     json_decref(spec);
     json_decref(proj);
     json_decref(explain);
+    json_decref(shards);
     rd_objs_free(a.objs, a.c.nparts);
     return rc;
 }
@@ -669,7 +693,7 @@ static int replace_with(fg_req_t *req, app_t *a, const json_t *app, const json_t
     vd_free(&v);
     const json_t *spec = json_object_get(app, "spec");
     int64_t replicas = json_integer_value(json_object_get(spec, "replicas"));
-    json_t *proj = project_or_reply(req, a->project), *explain = NULL, *ann = NULL;
+    json_t *proj = project_or_reply(req, a->project), *explain = NULL, *ann = NULL, *shards = NULL;
     json_t *bodies[FG_FED_MAX_CLUSTERS] = {NULL};
     fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
     size_t n = 0;
@@ -692,6 +716,7 @@ static int replace_with(fg_req_t *req, app_t *a, const json_t *app, const json_t
         goto out;
     explain = fg_fed_explain(&p, fg_wall_ms());
     ann = app_annotations(req, spec, explain);
+    shards = chosen_shards(&p);
     char coll[256];
     snprintf(coll, sizeof coll, "/apis/apps/v1/namespaces/%s/deployments", a->project);
     for (size_t i = 0; i < p.nverdicts; i++) {
@@ -703,6 +728,7 @@ static int replace_with(fg_req_t *req, app_t *a, const json_t *app, const json_t
         w[n] = (fg_fed_write_t){.cluster = vd->cluster->name, .path = a->path};
         if (vd->chosen) {
             bodies[n] = as_deployment(app, a->project, vd->replicas, ann);
+            as_mark(json_object_get(bodies[n], "metadata"), shards, vd->cluster->name);
             w[n].body = bodies[n];
             w[n].method = holds ? FG_KUBE_PUT : FG_KUBE_POST;
             w[n].path = holds ? a->path : coll;
@@ -719,6 +745,7 @@ out:
     json_decref(proj);
     json_decref(explain);
     json_decref(ann);
+    json_decref(shards);
     return rc;
 }
 

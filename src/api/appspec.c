@@ -13,6 +13,7 @@
 #include "fleetgate/kube.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const app_members[] = {"name",      "project",  "labels",    "spec",
@@ -394,4 +395,40 @@ json_t *as_deployment(const json_t *app, const char *project, int64_t replicas,
         json_object_set_new(json_object_get(d, "spec"), "strategy",
                             json_pack("{s:s,s:O}", "type", "RollingUpdate", "rollingUpdate", ro));
     return d;
+}
+
+/* ---- what the reconciler compares --------------------------------------------------------- */
+
+static char *shards_text(const json_t *shards) {
+    char *t = json_dumps(shards, JSON_COMPACT | JSON_SORT_KEYS);
+    if (t == NULL)
+        abort(); /* out of memory */
+    return t;
+}
+
+void as_write_hash(const char *spec_text, const json_t *shards, char out[17]) {
+    char *sh = shards_text(shards), *both = fg_xasprintf("%s\n%s", spec_text ? spec_text : "", sh);
+    snprintf(out, 17, "%016llx", (unsigned long long)fg_hash64(both, strlen(both), 0x5eed));
+    free(both);
+    free(sh);
+}
+
+void as_mark(json_t *metadata, const json_t *shards, const char *cluster) {
+    json_t *labels = json_object_get(metadata, "labels"),
+           *ann = json_object_get(metadata, "annotations");
+    if (labels == NULL) {
+        labels = json_object();
+        json_object_set_new(metadata, "labels", labels);
+    }
+    char hash[17], num[24];
+    as_write_hash(json_string_value(json_object_get(ann, AS_SPEC_ANN)), shards, hash);
+    json_object_set_new(labels, AS_WRITE_LABEL, json_string(hash));
+    snprintf(num, sizeof num, "%lld",
+             (long long)json_integer_value(json_object_get(shards, cluster)));
+    json_object_set_new(labels, AS_SHARE_LABEL, json_string(num));
+    snprintf(num, sizeof num, "%zu", json_object_size(shards));
+    json_object_set_new(labels, AS_SHARDS_LABEL, json_string(num));
+    char *sh = shards_text(shards);
+    json_object_set_new(ann, AS_SHARDS_ANN, json_string(sh));
+    free(sh);
 }

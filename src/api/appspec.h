@@ -32,4 +32,21 @@ void as_request(const json_t *spec, int64_t replicas, as_request_t *out);
 json_t *as_deployment(const json_t *app, const char *project, int64_t replicas,
                       json_t *annotations);
 
+/* What the reconciler compares in the cache, which keeps a Deployment's labels but not its
+ * annotations. Every write of an app records on each Deployment it leaves the annotation
+ * fleetgate.io/shards ({cluster: replicas} of every Deployment the write left, keys sorted) and
+ * the labels fleetgate.io/write (a hash of the spec and the shards: the same on every Deployment
+ * of one write), fleetgate.io/share (this cluster's replicas) and fleetgate.io/shards (how many
+ * Deployments the write left). metadata's annotations must hold fleetgate.io/spec already. */
+#define AS_WRITE_LABEL   "fleetgate.io/write"
+#define AS_SHARE_LABEL   "fleetgate.io/share"
+#define AS_SHARDS_LABEL  "fleetgate.io/shards"
+#define AS_SHARDS_ANN    "fleetgate.io/shards"
+#define AS_SPEC_ANN      "fleetgate.io/spec"
+#define AS_SPEC_AT_ANN   "fleetgate.io/spec-at" /* Unix ms of the write that set the spec */
+#define AS_STOPPED_LABEL "fleetgate.io/stopped" /* "true" between stop and resume */
+void as_mark(json_t *metadata, const json_t *shards, const char *cluster);
+/* The fleetgate.io/write label of a spec (its annotation text) and shards. */
+void as_write_hash(const char *spec_text, const json_t *shards, char out[17]);
+
 #endif

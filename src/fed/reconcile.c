@@ -7,8 +7,7 @@
  * one that was down when the project was created. Only clusters whose namespaces are synced are
  * judged, so a cluster whose cache is still filling is not mistaken for one that lacks them.
  *
- * Not yet: apps (re-applying a recorded placement until every shard matches) and sidecar
- * roll-outs; see README.md "Writing".
+ * Then it runs the extra pass its starter gave (api/reconcile.c: apps' recorded placements).
  */
 #include "fed_internal.h"
 
@@ -29,7 +28,9 @@ struct fg_fed_reconciler {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    bool stop;        /* guarded by mu */
+    bool stop; /* guarded by mu */
+    fg_fed_pass_fn extra;
+    void *extra_ud;
     uint64_t created; /* namespaces created, for tests and logs (this thread only) */
 };
 
@@ -157,8 +158,11 @@ static void *run(void *arg) {
     while (!sleep_or_stop(rc)) {
         if (fg_cache_lease(rc->fed->redis, k.s, rc->holder, rc->period_ms * 3, false, &held) ==
                 FG_OK &&
-            held)
+            held) {
             pass(rc);
+            if (rc->extra)
+                rc->extra(rc->extra_ud);
+        }
     }
     if (held) /* another replica takes over at once */
         fg_cache_lease(rc->fed->redis, k.s, rc->holder, rc->period_ms * 3, true, &held);
@@ -166,8 +170,10 @@ static void *run(void *arg) {
 }
 
 int fg_fed_reconciler_start(fg_fed_reconciler_t **out, fg_fed_t *fed, const char *holder,
-                            int64_t period_ms) {
+                            int64_t period_ms, fg_fed_pass_fn extra, void *ud) {
     fg_fed_reconciler_t *rc = fg_xcalloc(1, sizeof *rc);
+    rc->extra = extra;
+    rc->extra_ud = ud;
     rc->fed = fed;
     rc->period_ms = period_ms > 0 ? period_ms : 2000;
     snprintf(rc->holder, sizeof rc->holder, "%s", holder);

@@ -836,6 +836,92 @@ START_TEST(quota_holds_across_two_replicas) {
 }
 END_TEST
 
+/* ---- the reconciler for apps ---------------------------------------------------------------- */
+
+/* Waits (bounded) until the app's Deployments in kubesim hold want[i] replicas (-1: none). */
+static bool converges(const char *app, const long want[3], int seconds, long got[3]) {
+    for (int t = 0; t < seconds * 5; t++) {
+        bool same = true;
+        for (int i = 0; i < 3; i++) {
+            got[i] = ks_replicas(i, app, NULL);
+            same = same && got[i] == want[i];
+        }
+        if (same)
+            return true;
+        sleep_ms(200);
+    }
+    return false;
+}
+
+/* c0 or c1 (zone-a) and c2 (zone-b) hold 2 replicas each of a new app; returns the zone-a one. */
+static int create_spread_app(const char *name) {
+    char *body = app_body(name, 4, "{\"policy\": \"Spread\"}", NULL);
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+    int x = ks_replicas(0, name, NULL) == 2 ? 0 : 1;
+    ck_assert_int_eq(ks_replicas(x, name, NULL), 2);
+    ck_assert_int_eq(ks_replicas(2, name, NULL), 2);
+    return x;
+}
+
+/* A cluster drained (every node cordoned) loses its share to the other cluster of its zone. */
+START_TEST(reconciler_moves_apps_off_a_drained_cluster) {
+    create_quota_project();
+    int x = create_spread_app("web"), y = 1 - x;
+    json_t *nodes = NULL;
+    ck_assert_int_eq(tk_call(&ks, x, "GET", "/api/v1/nodes", NULL, &nodes), 200);
+    size_t i;
+    json_t *node;
+    json_array_foreach(json_object_get(nodes, "items"), i, node) {
+        char path[256];
+        snprintf(path, sizeof path, "/api/v1/nodes/%s",
+                 json_string_value(json_object_get(json_object_get(node, "metadata"), "name")));
+        ck_assert_int_eq(
+            tk_call(&ks, x, "PATCH", path, "{\"spec\": {\"unschedulable\": true}}", NULL), 200);
+    }
+    json_decref(nodes);
+    long want[3] = {-1, -1, 2}, got[3];
+    want[y] = 2;
+    ck_assert_msg(converges("web", want, 40, got), "c0 %ld c1 %ld c2 %ld", got[0], got[1], got[2]);
+    ck_assert_int_eq(desired("web"), 4);
+    th_resp_t r;
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/apps/web", viewer, NULL, NULL, true, &r), 200);
+    th_resp_free(&r);
+}
+END_TEST
+
+/* What happened to the Deployments behind fleetgate's back (one deleted, one scaled) is undone:
+ * the placement the last write recorded is applied again. */
+START_TEST(reconciler_restores_the_recorded_placement) {
+    create_quota_project();
+    int x = create_spread_app("api");
+    ck_assert_int_eq(
+        tk_call(&ks, 2, "DELETE", "/apis/apps/v1/namespaces/shop/deployments/api", NULL, NULL),
+        200);
+    ck_assert_int_eq(tk_call(&ks, x, "PATCH", "/apis/apps/v1/namespaces/shop/deployments/api",
+                             "{\"spec\": {\"replicas\": 5}}", NULL),
+                     200);
+    long want[3] = {-1, -1, 2}, got[3];
+    want[x] = 2;
+    ck_assert_msg(converges("api", want, 40, got), "c0 %ld c1 %ld c2 %ld", got[0], got[1], got[2]);
+    json_t *dep = NULL;
+    ck_assert_int_eq(ks_replicas(2, "api", &dep), 2);
+    ck_assert_str_eq(ann(dep, "fleetgate.io/requested-by"), "fleetgate-reconciler");
+    json_decref(dep);
+    /* a stopped app is left at 0 */
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps/api:stop", dev, NULL, NULL, true, &r),
+                     200);
+    th_resp_free(&r);
+    sleep_ms(9000); /* past the settle time */
+    long zero[3] = {-1, -1, 0};
+    zero[x] = 0;
+    ck_assert_msg(converges("api", zero, 1, got), "c0 %ld c1 %ld c2 %ld", got[0], got[1], got[2]);
+}
+END_TEST
+
 /* ---- Idempotency-Key ------------------------------------------------------------------------ */
 
 static long creates(void) {
@@ -943,6 +1029,12 @@ static Suite *writes_suite(void) {
     tcase_add_test(ta, app_replace_and_patch);
     tcase_add_test(ta, app_create_failure_rolls_back);
     suite_add_tcase(s, ta);
+    TCase *tr = tcase_create("reconcile");
+    tcase_add_checked_fixture(tr, setup, teardown);
+    tcase_set_timeout(tr, 120);
+    tcase_add_test(tr, reconciler_moves_apps_off_a_drained_cluster);
+    tcase_add_test(tr, reconciler_restores_the_recorded_placement);
+    suite_add_tcase(s, tr);
     TCase *tq = tcase_create("quota");
     tcase_add_checked_fixture(tq, setup, teardown);
     tcase_set_timeout(tq, 120);

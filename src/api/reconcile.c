@@ -1,0 +1,513 @@
+/* api/reconcile.c: the reconciler's pass over apps: every app keeps the placement its last write
+ * recorded, and moves when a cluster of it goes bad.
+ *
+ * Run by fed/'s reconciler thread in the one replica holding its lease, every period. Each write
+ * of an app records on every Deployment it leaves the shards it meant ({cluster: replicas},
+ * annotation fleetgate.io/shards) and, as labels the cache keeps, a hash of spec and shards
+ * (fleetgate.io/write), the cluster's share and the number of shards (appspec.h, as_mark). The
+ * pass reads the cache, and looks closer at an app when:
+ *   - its Deployments carry different writes (a write reached some clusters only),
+ *   - it has fewer or more Deployments than its shards (one deleted, or a move that did not
+ *     finish), or a Deployment's replicas differ from its share (unless a scaler drives it),
+ *   - one of its clusters went bad: unreachable for RC_DOWN_PERIODS passes in a row, or drained
+ *     (synced, and no ready, schedulable node left).
+ * Only a state that lasted RC_SETTLE_MS is acted on: a create, delete or move in flight ends
+ * (or times out) sooner, so the pass never finishes a write a user is still making or undoing.
+ * It then reads the app's Deployments from the clusters, takes the newest write's spec and
+ * shards (fleetgate.io/spec-at), and, when none of those clusters is bad, applies that recorded
+ * placement again; otherwise it places the app afresh over its good clusters plus the other good
+ * clusters of the zones that lost one (every good cluster, when that does not fit), and moves
+ * the replicas: a POST where newly chosen, a merge patch where kept (a PUT of the whole
+ * Deployment where the cluster missed the newest write), a DELETE where dropped. Patches and PUTs
+ * carry the resourceVersion read, so a user's write in between wins and the next pass looks
+ * again. A cluster that cannot be reached keeps its Deployment until it is back; then it is one
+ * too many and goes. Stopped apps (fleetgate.io/stopped) and apps written before these labels
+ * existed are left alone.
+ */
+#include "api_internal.h"
+#include "appspec.h"
+#include "writes.h"
+
+#include "fleetgate/cache.h"
+#include "fleetgate/fed.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#define RC_DOWN_PERIODS  3    /* passes a cluster must stay unreachable before its apps move */
+#define RC_DEADLINE_MS   5000 /* a cluster's time to answer the pass's reads and writes */
+#define RC_SETTLE_MS     (RC_DEADLINE_MS + 2000)
+#define RC_REQUESTED_BY  "fleetgate-reconciler"
+#define RC_MAX_APPS_PASS 100 /* apps read from the clusters per pass (the rest: next pass) */
+#define MANAGED_BY       "app.kubernetes.io/managed-by"
+
+struct rc_apps {
+    fg_api_t *api;
+    int64_t period_ms;
+    int64_t down_since[FG_FED_MAX_CLUSTERS]; /* Unix ms first seen unreachable; 0: reachable */
+    json_t *pending; /* "project/app" -> Unix ms its state was first seen needing work */
+    uint64_t writes; /* writes applied */
+};
+
+/* One cached Deployment of an app. */
+typedef struct {
+    bool held, stopped, scaled;
+    int64_t desired, share, shards;
+    char write[17];
+} shard_t;
+
+typedef struct {
+    char project[64], name[256];
+    shard_t at[FG_FED_MAX_CLUSTERS];
+} app_t;
+
+typedef struct {
+    const fg_fed_cluster_t *cl; /* the registry's clusters, configuration order */
+    size_t n;
+    bool down[FG_FED_MAX_CLUSTERS]; /* unreachable now: nothing is sent there */
+    bool bad[FG_FED_MAX_CLUSTERS];  /* unreachable long enough, or drained: apps move away */
+} fleet_t;
+
+struct rc_apps *rc_apps_new(fg_api_t *api, int64_t period_ms) {
+    struct rc_apps *r = fg_xcalloc(1, sizeof *r);
+    r->api = api;
+    r->period_ms = period_ms;
+    r->pending = json_object();
+    return r;
+}
+
+void rc_apps_free(struct rc_apps *r) {
+    if (r == NULL)
+        return;
+    json_decref(r->pending);
+    free(r);
+}
+
+/* ---- what the cache shows --------------------------------------------------------------- */
+
+static int64_t label_int(const json_t *labels, const char *key) {
+    const char *s = json_string_value(json_object_get(labels, key));
+    int64_t v = -1;
+    if (s == NULL || fg_parse_int64(s, strlen(s), 0, 1000000, &v) != FG_OK)
+        return -1;
+    return v;
+}
+
+static json_t *parse(const fg_redis_reply_t *rep) {
+    size_t len;
+    const char *text = fg_redis_reply_str(rep, &len);
+    json_t *o = NULL;
+    if (text == NULL || fg_json_load(text, len, &o, NULL, 0) != FG_OK || !json_is_object(o)) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Files the cached app o of cluster c into apps (by "project/name" in index). */
+static void file_app(const json_t *o, size_t c, app_t **apps, size_t *napps, json_t *index) {
+    const json_t *labels = json_object_get(o, "labels");
+    const char *name = json_string_value(json_object_get(o, "name")),
+               *project = json_string_value(json_object_get(o, "project")),
+               *by = json_string_value(json_object_get(labels, MANAGED_BY));
+    if (name == NULL || project == NULL || by == NULL || strcmp(by, "fleetgate") != 0 ||
+        json_object_get(o, "deletionTime") != NULL || strlen(project) >= 64 || strlen(name) >= 256)
+        return;
+    char key[330];
+    snprintf(key, sizeof key, "%s/%s", project, name);
+    json_t *at = json_object_get(index, key);
+    size_t i;
+    if (at == NULL) {
+        *apps = fg_xrealloc(*apps, (*napps + 1) * sizeof **apps);
+        i = (*napps)++;
+        memset(&(*apps)[i], 0, sizeof **apps);
+        snprintf((*apps)[i].project, sizeof(*apps)[i].project, "%s", project);
+        snprintf((*apps)[i].name, sizeof(*apps)[i].name, "%s", name);
+        json_object_set_new(index, key, json_integer((json_int_t)i));
+    } else {
+        i = (size_t)json_integer_value(at);
+    }
+    shard_t *s = &(*apps)[i].at[c];
+    const char *w = json_string_value(json_object_get(labels, AS_WRITE_LABEL));
+    const char *stopped = json_string_value(json_object_get(labels, AS_STOPPED_LABEL));
+    s->held = true;
+    s->stopped = stopped != NULL && strcmp(stopped, "true") == 0;
+    s->desired = json_integer_value(json_object_get(json_object_get(o, "replicas"), "desired"));
+    s->share = label_int(labels, AS_SHARE_LABEL);
+    s->shards = label_int(labels, AS_SHARDS_LABEL);
+    snprintf(s->write, sizeof s->write, "%s", w ? w : "");
+}
+
+/* Marks the apps a scaler of cluster c targets (their replicas are the scaler's to set). */
+static void file_scaler(const json_t *o, size_t c, app_t *apps, const json_t *index) {
+    const json_t *t = json_object_get(o, "target");
+    const char *kind = json_string_value(json_object_get(t, "kind")),
+               *name = json_string_value(json_object_get(t, "name")),
+               *project = json_string_value(json_object_get(o, "project"));
+    char key[330];
+    if (kind == NULL || name == NULL || project == NULL || strcmp(kind, "Deployment") != 0)
+        return;
+    snprintf(key, sizeof key, "%s/%s", project, name);
+    const json_t *at = json_object_get(index, key);
+    if (at)
+        apps[json_integer_value(at)].at[c].scaled = true;
+}
+
+/* Every managed app the cache shows, one entry an app (*apps: free()). FG_OK or FG_EIO. */
+static int read_apps(struct rc_apps *r, size_t n, app_t **apps, size_t *napps) {
+    const fg_config_t *cfg = r->api->cfg;
+    fg_redis_batch_t *b = fg_redis_batch_new();
+    fg_cache_key_t k;
+    int rc = FG_OK;
+    *apps = NULL;
+    *napps = 0;
+    for (size_t c = 0; c < n; c++)
+        fg_redis_batch_addv(b, "SMEMBERS", fg_cache_key_scopes(&k, "app", cfg->clusters[c].name),
+                            NULL);
+    if (fg_redis_batch_run(r->api->redis, b, NULL, 0) != FG_OK) {
+        fg_redis_batch_free(b);
+        return FG_EIO;
+    }
+    fg_redis_batch_t *h = fg_redis_batch_new();
+    size_t *owner = NULL, nh = 0;
+    for (size_t c = 0; c < n; c++) {
+        const fg_redis_reply_t *scopes = fg_redis_batch_reply(b, c);
+        for (size_t j = 0; j < fg_redis_reply_len(scopes); j++) {
+            size_t len;
+            const char *p = fg_redis_reply_str(fg_redis_reply_at(scopes, j), &len);
+            char project[64];
+            if (p == NULL || len >= sizeof project)
+                continue;
+            snprintf(project, sizeof project, "%.*s", (int)len, p);
+            owner = fg_xrealloc(owner, (nh + 2) * sizeof *owner);
+            owner[nh++] = c;
+            owner[nh++] = c;
+            fg_redis_batch_addv(h, "HGETALL",
+                                fg_cache_key_objects(&k, "app", cfg->clusters[c].name, project),
+                                NULL);
+            fg_redis_batch_addv(h, "HGETALL",
+                                fg_cache_key_objects(&k, "scaler", cfg->clusters[c].name, project),
+                                NULL);
+        }
+    }
+    json_t *index = json_object();
+    if (nh > 0 && fg_redis_batch_run(r->api->redis, h, NULL, 0) != FG_OK)
+        rc = FG_EIO;
+    for (size_t pass = 0; rc == FG_OK && pass < 2; pass++) /* apps, then their scalers */
+        for (size_t i = pass; i < nh; i += 2) {
+            const fg_redis_reply_t *hash = fg_redis_batch_reply(h, i);
+            for (size_t j = 1; j < fg_redis_reply_len(hash); j += 2) {
+                json_t *o = parse(fg_redis_reply_at(hash, j));
+                if (o && pass == 0)
+                    file_app(o, owner[i], apps, napps, index);
+                else if (o)
+                    file_scaler(o, owner[i], *apps, index);
+                json_decref(o);
+            }
+        }
+    json_decref(index);
+    free(owner);
+    fg_redis_batch_free(h);
+    fg_redis_batch_free(b);
+    return rc;
+}
+
+/* Whether the app's cached state is not what its last write meant, or it sits in a bad cluster. */
+static bool needs_work(const app_t *a, const fleet_t *f) {
+    size_t held = 0;
+    int64_t shards = -1;
+    const char *write = NULL;
+    bool differ = false, bad = false;
+    for (size_t c = 0; c < f->n; c++) {
+        const shard_t *s = &a->at[c];
+        if (!s->held)
+            continue;
+        held++;
+        if (s->stopped || s->write[0] == '\0' || s->shards < 0 || s->share < 0)
+            return false; /* stopped, or written before the labels: left alone */
+        differ = differ || (write && strcmp(write, s->write) != 0) ||
+                 (shards >= 0 && shards != s->shards) || (!s->scaled && s->desired != s->share);
+        write = s->write;
+        shards = s->shards;
+        bad = bad || f->bad[c];
+    }
+    return held > 0 && (differ || (int64_t)held != shards || bad);
+}
+
+/* ---- acting on one app ------------------------------------------------------------------ */
+
+static int64_t ann_int(const json_t *obj, const char *key) {
+    const char *s = json_string_value(
+        json_object_get(json_object_get(json_object_get(obj, "metadata"), "annotations"), key));
+    int64_t v = -1;
+    if (s == NULL || fg_parse_int64(s, strlen(s), 0, INT64_MAX, &v) != FG_OK)
+        return -1;
+    return v;
+}
+
+static const char *ann_str(const json_t *obj, const char *key) {
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(obj, "metadata"), "annotations"), key));
+}
+
+static ssize_t fleet_index(const fleet_t *f, const char *cluster) {
+    for (size_t c = 0; c < f->n; c++)
+        if (strcmp(f->cl[c].name, cluster) == 0)
+            return (ssize_t)c;
+    return -1;
+}
+
+/* The app's newest write as the clusters hold it: the app body (name, user labels, spec), the
+ * spec's text and its shards; NULL when no Deployment could be read or none carries one. */
+static json_t *newest_write(const fg_fed_outcome_t *live, size_t n, const char **spec_text,
+                            json_t **shards, const json_t **obj) {
+    ssize_t best = -1;
+    for (size_t i = 0; i < n; i++)
+        if (live[i].outcome == FG_FED_APPLIED && live[i].object &&
+            ann_str(live[i].object, AS_SPEC_ANN) && ann_str(live[i].object, AS_SHARDS_ANN) &&
+            (best < 0 ||
+             ann_int(live[i].object, AS_SPEC_AT_ANN) > ann_int(live[best].object, AS_SPEC_AT_ANN)))
+            best = (ssize_t)i;
+    if (best < 0)
+        return NULL;
+    const json_t *o = live[best].object, *meta = json_object_get(o, "metadata");
+    const char *st = ann_str(o, AS_SPEC_ANN), *sh = ann_str(o, AS_SHARDS_ANN);
+    json_t *spec = NULL;
+    *shards = NULL;
+    if (fg_json_load(st, strlen(st), &spec, NULL, 0) != FG_OK || !json_is_object(spec) ||
+        fg_json_load(sh, strlen(sh), shards, NULL, 0) != FG_OK || !json_is_object(*shards)) {
+        json_decref(spec);
+        json_decref(*shards);
+        *shards = NULL;
+        return NULL;
+    }
+    json_t *labels = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(meta, "labels"), k, v) {
+        if (strncmp(k, "fleetgate.io/", 13) != 0 && strcmp(k, AS_NAME_LABEL) != 0 &&
+            strcmp(k, MANAGED_BY) != 0) /* what as_deployment adds, as reads hide it */
+            json_object_set(labels, k, v);
+    }
+    *spec_text = st;
+    *obj = o;
+    return json_pack("{s:O,s:o,s:o}", "name", json_object_get(meta, "name"), "labels", labels,
+                     "spec", spec);
+}
+
+/* Where the app goes when a cluster of its shards went bad: placed afresh over its good
+ * clusters plus the other good clusters of the zones that lost one, or over every good cluster
+ * when that does not fit. {cluster: share} and *explain (new references), or NULL. */
+static json_t *replace_shards(const fleet_t *f, const json_t *spec, const json_t *shards,
+                              json_t **explain) {
+    fg_fed_cluster_t cand[FG_FED_MAX_CLUSTERS];
+    fg_fed_placement_t p;
+    as_request_t req;
+    as_request(spec, json_integer_value(json_object_get(spec, "replicas")), &req);
+    for (int widen = 0; widen < 2; widen++) {
+        size_t k = 0;
+        for (size_t c = 0; c < f->n; c++) {
+            if (f->bad[c])
+                continue;
+            bool keep = widen || json_object_get(shards, f->cl[c].name) != NULL;
+            const char *name;
+            json_t *v;
+            json_object_foreach((json_t *)shards, name, v) {
+                ssize_t b = fleet_index(f, name);
+                keep = keep || (b >= 0 && f->bad[b] && strcmp(f->cl[b].zone, f->cl[c].zone) == 0);
+            }
+            if (keep)
+                cand[k++] = f->cl[c];
+        }
+        if (k == 0 || fg_fed_place(cand, k, &req.req, &p) != FG_OK)
+            continue;
+        json_t *out = json_object();
+        for (size_t i = 0; i < p.nverdicts; i++)
+            if (p.verdicts[i].chosen)
+                json_object_set_new(out, p.verdicts[i].cluster->name,
+                                    json_integer(p.verdicts[i].replicas));
+        *explain = fg_fed_explain(&p, fg_wall_ms());
+        return out;
+    }
+    return NULL;
+}
+
+/* The annotations and labels of the reconciler's write of one cluster. */
+static json_t *write_meta(const json_t *newest, const char *spec_text, const json_t *target,
+                          const char *placement, const char *cluster, const char *rv) {
+    char at[24];
+    snprintf(at, sizeof at, "%lld", (long long)ann_int(newest, AS_SPEC_AT_ANN));
+    json_t *ann = json_pack("{s:s,s:s,s:s,s:s}", AS_SPEC_ANN, spec_text, AS_SPEC_AT_ANN, at,
+                            "fleetgate.io/requested-by", RC_REQUESTED_BY, "fleetgate.io/request-id",
+                            "reconciler");
+    if (placement)
+        json_object_set_new(ann, "fleetgate.io/placement", json_string(placement));
+    json_t *meta = json_pack("{s:o}", "annotations", ann);
+    as_mark(meta, target, cluster);
+    if (rv)
+        json_object_set_new(meta, "resourceVersion", json_string(rv));
+    return meta;
+}
+
+static void reconcile_app(struct rc_apps *r, const fleet_t *f, const app_t *a) {
+    fg_fed_t *fed = r->api->fed;
+    fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
+    fg_fed_outcome_t live[FG_FED_MAX_CLUSTERS], out[FG_FED_MAX_CLUSTERS];
+    json_t *bodies[FG_FED_MAX_CLUSTERS] = {NULL}, *shards = NULL, *target = NULL, *explain = NULL;
+    ssize_t live_of[FG_FED_MAX_CLUSTERS];
+    char path[384], coll[160];
+    snprintf(coll, sizeof coll, "/apis/apps/v1/namespaces/%s/deployments", a->project);
+    snprintf(path, sizeof path, "%s/%s", coll, a->name);
+    size_t n = 0, nw = 0;
+    for (size_t c = 0; c < f->n; c++) {
+        live_of[c] = -1;
+        if (a->at[c].held && !f->down[c]) {
+            live_of[c] = (ssize_t)n;
+            w[n++] =
+                (fg_fed_write_t){.cluster = f->cl[c].name, .method = FG_KUBE_GET, .path = path};
+        }
+    }
+    memset(live, 0, sizeof live);
+    fg_fed_write_all(fed, w, n, RC_DEADLINE_MS, live);
+    const char *spec_text = NULL, *placement = NULL;
+    const json_t *newest = NULL;
+    json_t *app = newest_write(live, n, &spec_text, &shards, &newest);
+    if (app == NULL)
+        goto out;
+    placement = ann_str(newest, "fleetgate.io/placement");
+    bool moved = false;
+    const char *name;
+    json_t *v;
+    json_object_foreach(shards, name, v) {
+        ssize_t c = fleet_index(f, name);
+        moved = moved || c < 0 || f->bad[c];
+    }
+    char *explain_text = NULL;
+    target = moved ? replace_shards(f, json_object_get(app, "spec"), shards, &explain)
+                   : json_incref(shards);
+    if (target == NULL) {
+        FG_LOG(FG_LOG_WARN, NULL, "reconciler: app %s/%s: nowhere to move it", a->project, a->name);
+        goto out;
+    }
+    if (explain)
+        placement = explain_text = fg_json_dumps(explain, NULL);
+    char hash[17];
+    as_write_hash(spec_text, target, hash);
+    const char *newest_write_label = json_string_value(json_object_get(
+        json_object_get(json_object_get(newest, "metadata"), "labels"), AS_WRITE_LABEL));
+    if (newest_write_label == NULL)
+        newest_write_label = "";
+    json_object_foreach(target, name, v) {
+        ssize_t c = fleet_index(f, name);
+        if (c < 0 || f->down[c])
+            continue; /* back later: the next pass finds it short */
+        const shard_t *s = &a->at[c];
+        int64_t share = json_integer_value(v);
+        if (s->held && strcmp(s->write, hash) == 0 && (s->desired == share || s->scaled))
+            continue;
+        const json_t *mine = live_of[c] >= 0 ? live[live_of[c]].object : NULL;
+        const char *rv = json_string_value(
+            json_object_get(json_object_get(mine, "metadata"), "resourceVersion"));
+        if (s->held && mine == NULL)
+            continue; /* could not be read: next pass */
+        json_t *meta = write_meta(newest, spec_text, target, placement, name, rv);
+        w[nw] = (fg_fed_write_t){.cluster = f->cl[c].name, .path = path};
+        if (!s->held || strcmp(s->write, newest_write_label) != 0) {
+            /* the whole Deployment: a new cluster, or one that missed the newest write */
+            bodies[nw] =
+                as_deployment(app, a->project, share, json_object_get(meta, "annotations"));
+            json_t *dm = json_object_get(bodies[nw], "metadata");
+            as_mark(dm, target, name);
+            if (rv)
+                json_object_set_new(dm, "resourceVersion", json_string(rv));
+            w[nw].method = s->held ? FG_KUBE_PUT : FG_KUBE_POST;
+            w[nw].path = s->held ? path : coll;
+            w[nw].exists_ok = !s->held;
+            json_decref(meta);
+        } else {
+            bodies[nw] =
+                json_pack("{s:o,s:{s:I}}", "metadata", meta, "spec", "replicas", (json_int_t)share);
+            w[nw].method = FG_KUBE_PATCH;
+        }
+        w[nw].body = bodies[nw];
+        nw++;
+    }
+    for (size_t c = 0; c < f->n; c++)
+        if (a->at[c].held && !f->down[c] && json_object_get(target, f->cl[c].name) == NULL)
+            w[nw++] = (fg_fed_write_t){.cluster = f->cl[c].name,
+                                       .method = FG_KUBE_DELETE,
+                                       .path = path,
+                                       .absent_ok = true};
+    if (nw > 0) {
+        size_t failed = fg_fed_write_all(fed, w, nw, RC_DEADLINE_MS, out);
+        bool shown[FG_FED_MAX_CLUSTERS];
+        fg_fed_write_through(fed, w, out, nw, shown);
+        r->writes += nw - failed;
+        char what[512];
+        bool timed_out;
+        fg_fed_outcomes_summary(w, out, nw, what, sizeof what, &timed_out);
+        FG_LOG(failed ? FG_LOG_WARN : FG_LOG_INFO, NULL,
+               "reconciler: app %s/%s: %s %zu writes, %zu applied%s%s", a->project, a->name,
+               moved ? "moved by" : "recorded placement applied again by", nw, nw - failed,
+               failed ? "; " : "", failed ? what : "");
+        fg_fed_outcomes_clear(out, nw);
+    }
+    free(explain_text);
+out:
+    fg_fed_outcomes_clear(live, n);
+    for (size_t i = 0; i < nw; i++)
+        json_decref(bodies[i]);
+    json_decref(app);
+    json_decref(shards);
+    json_decref(target);
+    json_decref(explain);
+}
+
+/* ---- the pass --------------------------------------------------------------------------- */
+
+void rc_apps_pass(void *ud) {
+    struct rc_apps *r = ud;
+    const fg_fed_registry_t *reg = NULL;
+    char why[256];
+    if (fg_fed_registry_get(r->api->fed, false, &reg, why, sizeof why) != FG_OK)
+        return;
+    fleet_t f = {0};
+    f.cl = fg_fed_registry_clusters(reg, &f.n);
+    int64_t now = fg_wall_ms();
+    for (size_t c = 0; c < f.n && c < FG_FED_MAX_CLUSTERS; c++) {
+        f.down[c] = !f.cl[c].reachable;
+        if (!f.down[c])
+            r->down_since[c] = 0;
+        else if (r->down_since[c] == 0)
+            r->down_since[c] = now;
+        f.bad[c] = (f.down[c] && now - r->down_since[c] >= RC_DOWN_PERIODS * r->period_ms) ||
+                   (!f.down[c] && f.cl[c].synced && f.cl[c].nnodes == 0);
+    }
+    app_t *apps = NULL;
+    size_t napps = 0, acted = 0;
+    json_t *pending = json_object();
+    if (read_apps(r, f.n, &apps, &napps) == FG_OK) {
+        for (size_t i = 0; i < napps; i++) {
+            if (!needs_work(&apps[i], &f))
+                continue;
+            char key[330];
+            snprintf(key, sizeof key, "%s/%s", apps[i].project, apps[i].name);
+            json_t *since = json_object_get(r->pending, key);
+            int64_t first = since ? json_integer_value(since) : now;
+            json_object_set_new(pending, key, json_integer(first));
+            if (now - first >= RC_SETTLE_MS && acted < RC_MAX_APPS_PASS) {
+                reconcile_app(r, &f, &apps[i]);
+                acted++;
+                json_object_del(pending, key); /* looked at again from scratch */
+            }
+        }
+        json_decref(r->pending);
+        r->pending = pending;
+        pending = NULL;
+    }
+    json_decref(pending);
+    free(apps);
+    fg_fed_registry_release(reg);
+}
