@@ -43,7 +43,7 @@ json_t *as_deployment(const json_t *app, const char *project, int64_t replicas,
 #define AS_SHARDS_LABEL  "fleetgate.io/shards"
 #define AS_SHARDS_ANN    "fleetgate.io/shards"
 #define AS_SPEC_ANN      "fleetgate.io/spec"
-#define AS_SPEC_AT_ANN   "fleetgate.io/spec-at" /* Unix ms of the write that set the spec */
+#define AS_SPEC_AT_ANN   "fleetgate.io/spec-at" /* Unix ms of the last write (user or reconciler) */
 #define AS_STOPPED_LABEL "fleetgate.io/stopped" /* "true" between stop and resume */
 void as_mark(json_t *metadata, const json_t *shards, const char *cluster);
 /* The fleetgate.io/write label of a spec (its annotation text) and shards. */

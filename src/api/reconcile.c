@@ -335,10 +335,11 @@ static json_t *replace_shards(const fleet_t *f, const json_t *spec, const json_t
 }
 
 /* The annotations and labels of the reconciler's write of one cluster. */
-static json_t *write_meta(const json_t *newest, const char *spec_text, const json_t *target,
-                          const char *placement, const char *cluster, const char *rv) {
+static json_t *write_meta(const char *spec_text, const json_t *target, const char *placement,
+                          const char *cluster, const char *rv) {
+    /* now, not the spec's time: this write's shards are the newest record of the app */
     char at[24];
-    snprintf(at, sizeof at, "%lld", (long long)ann_int(newest, AS_SPEC_AT_ANN));
+    snprintf(at, sizeof at, "%lld", (long long)fg_wall_ms());
     json_t *ann = json_pack("{s:s,s:s,s:s,s:s}", AS_SPEC_ANN, spec_text, AS_SPEC_AT_ANN, at,
                             "fleetgate.io/requested-by", RC_REQUESTED_BY, "fleetgate.io/request-id",
                             "reconciler");
@@ -412,7 +413,7 @@ static void reconcile_app(struct rc_apps *r, const fleet_t *f, const app_t *a) {
             json_object_get(json_object_get(mine, "metadata"), "resourceVersion"));
         if (s->held && mine == NULL)
             continue; /* could not be read: next pass */
-        json_t *meta = write_meta(newest, spec_text, target, placement, name, rv);
+        json_t *meta = write_meta(spec_text, target, placement, name, rv);
         w[nw] = (fg_fed_write_t){.cluster = f->cl[c].name, .path = path};
         if (!s->held || strcmp(s->write, newest_write_label) != 0) {
             /* the whole Deployment: a new cluster, or one that missed the newest write */

@@ -892,6 +892,27 @@ START_TEST(reconciler_moves_apps_off_a_drained_cluster) {
 }
 END_TEST
 
+/* A cluster that stays unreachable loses its share to the other cluster of its zone; once it is
+ * back, its Deployment is one too many and goes. */
+START_TEST(reconciler_moves_apps_off_an_unreachable_cluster) {
+    create_quota_project();
+    int x = create_spread_app("svc"), y = 1 - x;
+    ck_assert_int_eq(tk_faults(&ks, x, "{\"down\": true}"), 0);
+    bool moved = false;
+    for (int t = 0; t < 250 && !moved; t++) {
+        moved = ks_replicas(y, "svc", NULL) == 2 && ks_replicas(2, "svc", NULL) == 2;
+        if (!moved)
+            sleep_ms(200);
+    }
+    ck_assert_int_eq(tk_faults(&ks, x, "{\"down\": false}"), 0);
+    ck_assert_msg(moved, "c%d %ld c2 %ld", y, ks_replicas(y, "svc", NULL),
+                  ks_replicas(2, "svc", NULL));
+    long want[3] = {-1, -1, 2}, got[3];
+    want[y] = 2;
+    ck_assert_msg(converges("svc", want, 60, got), "c0 %ld c1 %ld c2 %ld", got[0], got[1], got[2]);
+}
+END_TEST
+
 /* What happened to the Deployments behind fleetgate's back (one deleted, one scaled) is undone:
  * the placement the last write recorded is applied again. */
 START_TEST(reconciler_restores_the_recorded_placement) {
@@ -1033,6 +1054,7 @@ static Suite *writes_suite(void) {
     tcase_add_checked_fixture(tr, setup, teardown);
     tcase_set_timeout(tr, 120);
     tcase_add_test(tr, reconciler_moves_apps_off_a_drained_cluster);
+    tcase_add_test(tr, reconciler_moves_apps_off_an_unreachable_cluster);
     tcase_add_test(tr, reconciler_restores_the_recorded_placement);
     suite_add_tcase(s, tr);
     TCase *tq = tcase_create("quota");
