@@ -217,6 +217,19 @@ typedef struct {
     size_t nlabels;
 } fg_cluster_conf_t;
 
+/* A managed sidecar of the catalogue (sidecars[]): a container an app asks for by name
+ * (spec.sidecars) and fleetgate injects into each of its pods. */
+typedef struct {
+    char *name; /* DNS-1123 label, unique in the catalogue */
+    char *image;
+    char *cpu, *memory;             /* requests (quantity strings); NULL: none */
+    char *cpu_limit, *memory_limit; /* limits; NULL: none */
+    char **ports;                   /* "PORT" or "NAME:PORT" */
+    size_t nports;
+    char **env; /* "NAME=value" */
+    size_t nenv;
+} fg_sidecar_conf_t;
+
 /* A JWT verification key from a PEM file (auth.keys[]). */
 typedef struct {
     char *kid;      /* matched against the token's kid; NULL: the key for tokens without one */
@@ -301,7 +314,12 @@ typedef struct {
     fg_rate_conf_t rate;
     fg_cache_conf_t cache;
     fg_streams_conf_t streams;
+    fg_sidecar_conf_t *sidecars; /* the managed sidecar catalogue (sidecars[]) */
+    size_t nsidecars;
 } fg_config_t;
+
+/* The catalogue entry of a sidecar by name, or NULL. */
+const fg_sidecar_conf_t *fg_config_sidecar(const fg_config_t *c, const char *name);
 
 /* Loads and validates a configuration file. Returns FG_OK with *out set (free with
  * fg_config_free), or FG_EINVAL with one problem per line in errs, each

@@ -21,6 +21,12 @@
 
 #define DEPLOYMENTS "deployments"
 
+/* The configuration (the sidecar catalogue). */
+static const fg_config_t *cfg_of(fg_req_t *req) {
+    const fg_api_t *api = fg_req_app(req);
+    return api->cfg;
+}
+
 /* ---- reading what is there ------------------------------------------------------------- */
 
 /* The project as presented (a new reference), or NULL when it replied 404 / 503. */
@@ -134,7 +140,12 @@ static bool quota_or_reply(fg_req_t *req, const json_t *project, const json_t *s
         if (s && fg_kube_quantity_parse(s, strlen(s), quota_rows[r].milli, &limit[r]) != FG_OK)
             limit[r] = -1;
     }
-    demand(json_object_get(spec, "containers"), replicas, want);
+    json_t *all = json_deep_copy(json_object_get(spec, "containers")),
+           *sidecars = as_sidecar_containers(spec, cfg_of(req));
+    json_array_extend(all, sidecars); /* the sidecars' requests count as the app's */
+    demand(all, replicas, want);
+    json_decref(all);
+    json_decref(sidecars);
     fg_api_t *api = fg_req_app(req);
     fg_redis_batch_t *b = fg_redis_batch_new();
     fg_cache_quota_use_t *uses = NULL;
@@ -188,7 +199,7 @@ static bool place_or_reply(fg_req_t *req, const json_t *spec, int64_t replicas, 
         if (only == NULL || only[i])
             cl[k++] = all[i];
     as_request_t r;
-    as_request(spec, replicas, &r);
+    as_request(spec, replicas, api->cfg, &r);
     int rc = fg_fed_place(cl, k, &r.req, p);
     if (rc != FG_OK) {
         json_t *ext = json_pack("{s:o}", "placement", fg_fed_explain(p, fg_wall_ms()));
@@ -297,6 +308,7 @@ int fg_api_create_app(fg_req_t *req) {
     vd_t v;
     vd_init(&v);
     as_validate(&v, app);
+    as_validate_sidecars(&v, json_object_get(app, "spec"), cfg_of(req));
     if (!vd_ok(&v)) {
         rc = vd_reply(req, &v);
         goto out;
@@ -340,7 +352,7 @@ int fg_api_create_app(fg_req_t *req) {
     for (size_t i = 0; i < p.nverdicts; i++) {
         if (!p.verdicts[i].chosen)
             continue;
-        deps[n] = as_deployment(app, project, p.verdicts[i].replicas, ann);
+        deps[n] = as_deployment(app, project, p.verdicts[i].replicas, ann, cfg_of(req));
         as_mark(json_object_get(deps[n], "metadata"), shards, p.verdicts[i].cluster->name);
         w[n] = (fg_fed_write_t){.cluster = p.verdicts[i].cluster->name,
                                 .method = FG_KUBE_POST,
@@ -682,6 +694,7 @@ static int replace_with(fg_req_t *req, app_t *a, const json_t *app, const json_t
     vd_t v;
     vd_init(&v);
     as_validate(&v, app);
+    as_validate_sidecars(&v, json_object_get(app, "spec"), cfg_of(req));
     const char *name = json_string_value(json_object_get(app, "name"));
     if (vd_ok(&v) && strcmp(name, a->name) != 0)
         vd_add(&v, "/name", "must be the app's name, %s (an app cannot be renamed)", a->name);
@@ -727,7 +740,7 @@ static int replace_with(fg_req_t *req, app_t *a, const json_t *app, const json_t
             continue;
         w[n] = (fg_fed_write_t){.cluster = vd->cluster->name, .path = a->path};
         if (vd->chosen) {
-            bodies[n] = as_deployment(app, a->project, vd->replicas, ann);
+            bodies[n] = as_deployment(app, a->project, vd->replicas, ann, api->cfg);
             as_mark(json_object_get(bodies[n], "metadata"), shards, vd->cluster->name);
             w[n].body = bodies[n];
             w[n].method = holds ? FG_KUBE_PUT : FG_KUBE_POST;

@@ -248,14 +248,12 @@ void as_validate(vd_t *v, const json_t *app) {
                            json_object_get(json_array_get(cs, i), "name")))
                 vd_add(v, vd_ptr(q, p, "name"), "is the name of another container");
     }
-    /* The platform's sidecar catalogue is empty in this build: every name is unknown. */
+    /* names only here: the catalogue is the configuration's (as_validate_sidecars) */
     const json_t *sc = json_object_get(spec, "sidecars");
     if (sc && (!json_is_array(sc) || json_array_size(sc) > 8))
         vd_add(v, "/spec/sidecars", "must be an array of at most 8 names");
     for (size_t i = 0; json_is_array(sc) && i < json_array_size(sc); i++)
-        if (vd_dns_label(v, json_array_get(sc, i), vd_ptr_i(p, "/spec/sidecars", i), 63))
-            vd_add(v, p, "no managed sidecar %s in the platform's catalogue",
-                   json_string_value(json_array_get(sc, i)));
+        vd_dns_label(v, json_array_get(sc, i), vd_ptr_i(p, "/spec/sidecars", i), 63);
     const json_t *ro = json_object_get(spec, "rollout");
     if (ro && vd_object(v, ro, "/spec/rollout", rollout_members, NULL)) {
         validate_rollout_value(v, json_object_get(ro, "maxSurge"), "/spec/rollout/maxSurge");
@@ -279,17 +277,20 @@ const char *as_tier(const json_t *spec) {
     return t ? t : "OnDemand";
 }
 
-void as_request(const json_t *spec, int64_t replicas, as_request_t *out) {
+void as_request(const json_t *spec, int64_t replicas, const fg_config_t *cfg, as_request_t *out) {
     memset(out, 0, sizeof *out);
     out->req.replicas = replicas;
     out->req.per_replica.pods = 1;
     const json_t *c;
     size_t i;
-    json_array_foreach(json_object_get(spec, "containers"), i, c) {
-        const json_t *r = json_object_get(json_object_get(c, "resources"), "requests");
-        out->req.per_replica.cpu_milli += quantity(json_object_get(r, "cpu"), true);
-        out->req.per_replica.memory_bytes += quantity(json_object_get(r, "memory"), false);
-    }
+    json_t *sidecars = as_sidecar_containers(spec, cfg);
+    for (int side = 0; side < 2; side++)
+        json_array_foreach(side ? sidecars : json_object_get(spec, "containers"), i, c) {
+            const json_t *r = json_object_get(json_object_get(c, "resources"), "requests");
+            out->req.per_replica.cpu_milli += quantity(json_object_get(r, "cpu"), true);
+            out->req.per_replica.memory_bytes += quantity(json_object_get(r, "memory"), false);
+        }
+    json_decref(sidecars);
     const json_t *pl = json_object_get(spec, "placement");
     const char *policy = json_string_value(json_object_get(pl, "policy"));
     out->req.policy = policy && strcmp(policy, "Pack") == 0 ? FG_FED_PACK : FG_FED_SPREAD;
@@ -362,8 +363,8 @@ static json_t *k8s_container(const json_t *c) {
     return o;
 }
 
-json_t *as_deployment(const json_t *app, const char *project, int64_t replicas,
-                      json_t *annotations) {
+json_t *as_deployment(const json_t *app, const char *project, int64_t replicas, json_t *annotations,
+                      const fg_config_t *cfg) {
     const char *name = json_string_value(json_object_get(app, "name"));
     const json_t *spec = json_object_get(app, "spec");
     const char *tier = as_tier(spec);
@@ -379,6 +380,17 @@ json_t *as_deployment(const json_t *app, const char *project, int64_t replicas,
     size_t i;
     json_array_foreach(json_object_get(spec, "containers"), i, c)
         json_array_append_new(containers, k8s_container(c));
+    json_t *sidecars = as_sidecar_containers(spec, cfg);
+    char names[8 * 64 + 8] = "";
+    size_t len = 0;
+    json_array_foreach(sidecars, i, c) {
+        json_array_append_new(containers, k8s_container(c));
+        len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? "," : "",
+                                json_string_value(json_object_get(c, "name")));
+        if (len >= sizeof names)
+            len = sizeof names - 1;
+    }
+    json_decref(sidecars);
     json_t *pod = json_pack("{s:o}", "containers", containers);
     if (strcmp(tier, "Preemptible") == 0)
         json_object_set_new(pod, "tolerations",
@@ -390,6 +402,10 @@ json_t *as_deployment(const json_t *app, const char *project, int64_t replicas,
         labels, "annotations", annotations, "spec", "replicas", (json_int_t)replicas, "selector",
         "matchLabels", AS_NAME_LABEL, name, "template", "metadata", "labels", AS_NAME_LABEL, name,
         AS_TIER_LABEL, tier, "spec", pod);
+    if (names[0])
+        json_object_set_new(
+            json_object_get(json_object_get(json_object_get(d, "spec"), "template"), "metadata"),
+            "annotations", json_pack("{s:s}", "fleetgate.io/sidecars", names));
     const json_t *ro = json_object_get(spec, "rollout");
     if (ro)
         json_object_set_new(json_object_get(d, "spec"), "strategy",
@@ -431,4 +447,95 @@ void as_mark(json_t *metadata, const json_t *shards, const char *cluster) {
     char *sh = shards_text(shards);
     json_object_set_new(ann, AS_SHARDS_ANN, json_string(sh));
     free(sh);
+}
+
+/* ---- managed sidecars ----------------------------------------------------------------------- */
+
+void as_validate_sidecars(vd_t *v, const json_t *spec, const fg_config_t *cfg) {
+    const json_t *sc = json_object_get(spec, "sidecars");
+    char p[VD_PTR_MAX];
+    for (size_t i = 0; json_is_array(sc) && i < json_array_size(sc); i++) {
+        const char *name = json_string_value(json_array_get(sc, i));
+        if (name == NULL)
+            continue; /* as_validate said so */
+        vd_ptr_i(p, "/spec/sidecars", i);
+        if (fg_config_sidecar(cfg, name) == NULL) {
+            vd_add(v, p, "no managed sidecar %s in the platform's catalogue", name);
+            continue;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (json_equal(json_array_get(sc, j), json_array_get(sc, i)))
+                vd_add(v, p, "names sidecar %s a second time", name);
+        const json_t *c;
+        size_t k;
+        json_array_foreach(json_object_get(spec, "containers"), k, c) {
+            const char *cn = json_string_value(json_object_get(c, "name"));
+            if (cn && strcmp(cn, name) == 0)
+                vd_add(v, p, "is the name of container /spec/containers/%zu", k);
+        }
+    }
+}
+
+/* {requests|limits: {cpu, memory}} of a catalogue entry, or NULL when it sets none. */
+static json_t *sidecar_resources(const fg_sidecar_conf_t *s) {
+    json_t *req = json_object(), *lim = json_object(), *out = json_object();
+    if (s->cpu)
+        json_object_set_new(req, "cpu", json_string(s->cpu));
+    if (s->memory)
+        json_object_set_new(req, "memory", json_string(s->memory));
+    if (s->cpu_limit)
+        json_object_set_new(lim, "cpu", json_string(s->cpu_limit));
+    if (s->memory_limit)
+        json_object_set_new(lim, "memory", json_string(s->memory_limit));
+    if (json_object_size(req))
+        json_object_set(out, "requests", req);
+    if (json_object_size(lim))
+        json_object_set(out, "limits", lim);
+    json_decref(req);
+    json_decref(lim);
+    if (json_object_size(out) == 0) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+json_t *as_sidecar_containers(const json_t *spec, const fg_config_t *cfg) {
+    json_t *out = json_array();
+    const json_t *n;
+    size_t i;
+    json_array_foreach(json_object_get(spec, "sidecars"), i, n) {
+        const fg_sidecar_conf_t *s = cfg ? fg_config_sidecar(cfg, json_string_value(n)) : NULL;
+        if (s == NULL)
+            continue;
+        json_t *c = json_pack("{s:s,s:s}", "name", s->name, "image", s->image);
+        json_t *res = sidecar_resources(s);
+        if (res)
+            json_object_set_new(c, "resources", res);
+        json_t *ports = json_array();
+        for (size_t k = 0; k < s->nports; k++) {
+            const char *colon = strchr(s->ports[k], ':'), *num = colon ? colon + 1 : s->ports[k];
+            int64_t port = 0;
+            fg_parse_int64(num, strlen(num), 1, 65535, &port); /* checked by the config */
+            json_t *pt = json_pack("{s:I}", "containerPort", (json_int_t)port);
+            if (colon)
+                json_object_set_new(pt, "name",
+                                    json_stringn(s->ports[k], (size_t)(colon - s->ports[k])));
+            json_array_append_new(ports, pt);
+        }
+        json_t *env = json_array();
+        for (size_t k = 0; k < s->nenv; k++) {
+            const char *eq = strchr(s->env[k], '=');
+            json_array_append_new(env, json_pack("{s:s%,s:s}", "name", s->env[k],
+                                                 (size_t)(eq - s->env[k]), "value", eq + 1));
+        }
+        if (json_array_size(ports))
+            json_object_set(c, "ports", ports);
+        if (json_array_size(env))
+            json_object_set(c, "env", env);
+        json_decref(ports);
+        json_decref(env);
+        json_array_append_new(out, c);
+    }
+    return out;
 }

@@ -11,8 +11,15 @@
 #define AS_NAME_LABEL "app.kubernetes.io/name" /* the Deployment's selector */
 #define AS_TIER_LABEL "fleetgate.io/tier"
 
-/* Every wrong field of an App body (read-only members ignored), into v. */
+/* Every wrong field of an App body (read-only members ignored), into v. Sidecar names are
+ * checked for shape only; as_validate_sidecars checks them against the catalogue. */
 void as_validate(vd_t *v, const json_t *app);
+/* Every name of spec.sidecars that the catalogue (cfg->sidecars) does not hold, that is named
+ * twice, or that is the name of one of the app's containers, into v. */
+void as_validate_sidecars(vd_t *v, const json_t *spec, const fg_config_t *cfg);
+/* The catalogue's sidecars a (valid) spec names, as the API's containers ({name, image, ports,
+ * resources, env}), so quotas and placement count them as the app's own. A new reference. */
+json_t *as_sidecar_containers(const json_t *spec, const fg_config_t *cfg);
 /* The spec's tier, "OnDemand" when absent. */
 const char *as_tier(const json_t *spec);
 
@@ -24,13 +31,15 @@ typedef struct {
     char pairs[FG_FED_MAX_LABELS][384];
 } as_request_t;
 
-/* What placing replicas of a (valid) spec asks: the pod template's requests, the zones, the
- * cluster selector, Spread or Pack, the tier. spec must outlive out. */
-void as_request(const json_t *spec, int64_t replicas, as_request_t *out);
-/* The Deployment of a (valid) app in project with replicas; annotations is copied in. A new
- * reference. */
-json_t *as_deployment(const json_t *app, const char *project, int64_t replicas,
-                      json_t *annotations);
+/* What placing replicas of a (valid) spec asks: the pod template's requests (its sidecars' from
+ * cfg included; cfg may be NULL), the zones, the cluster selector, Spread or Pack, the tier.
+ * spec must outlive out. */
+void as_request(const json_t *spec, int64_t replicas, const fg_config_t *cfg, as_request_t *out);
+/* The Deployment of a (valid) app in project with replicas; annotations is copied in; the
+ * sidecars the spec names are injected from cfg's catalogue (after the app's containers; the pod
+ * template's annotation fleetgate.io/sidecars lists them). A new reference. */
+json_t *as_deployment(const json_t *app, const char *project, int64_t replicas, json_t *annotations,
+                      const fg_config_t *cfg);
 
 /* What the reconciler compares in the cache, which keeps a Deployment's labels but not its
  * annotations. Every write of an app records on each Deployment it leaves the annotation

@@ -300,12 +300,12 @@ static json_t *newest_write(const fg_fed_outcome_t *live, size_t n, const char *
 /* Where the app goes when a cluster of its shards went bad: placed afresh over its good
  * clusters plus the other good clusters of the zones that lost one, or over every good cluster
  * when that does not fit. {cluster: share} and *explain (new references), or NULL. */
-static json_t *replace_shards(const fleet_t *f, const json_t *spec, const json_t *shards,
-                              json_t **explain) {
+static json_t *replace_shards(const fleet_t *f, const fg_config_t *cfg, const json_t *spec,
+                              const json_t *shards, json_t **explain) {
     fg_fed_cluster_t cand[FG_FED_MAX_CLUSTERS];
     fg_fed_placement_t p;
     as_request_t req;
-    as_request(spec, json_integer_value(json_object_get(spec, "replicas")), &req);
+    as_request(spec, json_integer_value(json_object_get(spec, "replicas")), cfg, &req);
     for (int widen = 0; widen < 2; widen++) {
         size_t k = 0;
         for (size_t c = 0; c < f->n; c++) {
@@ -386,7 +386,7 @@ static void reconcile_app(struct rc_apps *r, const fleet_t *f, const app_t *a) {
         moved = moved || c < 0 || f->bad[c];
     }
     char *explain_text = NULL;
-    target = moved ? replace_shards(f, json_object_get(app, "spec"), shards, &explain)
+    target = moved ? replace_shards(f, r->api->cfg, json_object_get(app, "spec"), shards, &explain)
                    : json_incref(shards);
     if (target == NULL) {
         FG_LOG(FG_LOG_WARN, NULL, "reconciler: app %s/%s: nowhere to move it", a->project, a->name);
@@ -417,8 +417,8 @@ static void reconcile_app(struct rc_apps *r, const fleet_t *f, const app_t *a) {
         w[nw] = (fg_fed_write_t){.cluster = f->cl[c].name, .path = path};
         if (!s->held || strcmp(s->write, newest_write_label) != 0) {
             /* the whole Deployment: a new cluster, or one that missed the newest write */
-            bodies[nw] =
-                as_deployment(app, a->project, share, json_object_get(meta, "annotations"));
+            bodies[nw] = as_deployment(app, a->project, share, json_object_get(meta, "annotations"),
+                                       r->api->cfg);
             json_t *dm = json_object_get(bodies[nw], "metadata");
             as_mark(dm, target, name);
             if (rv)

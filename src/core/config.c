@@ -121,6 +121,42 @@ static const char *check_label_pair(const char *v) {
     return NULL;
 }
 
+/* A Kubernetes quantity as a sidecar's resources take it: a decimal number and an optional
+ * suffix (m, k, M, G, T, Ki, Mi, Gi, Ti). */
+static const char *check_quantity(const char *v) {
+    static const char *const suffixes[] = {"", "m", "k", "M", "G", "T", "Ki", "Mi", "Gi", "Ti"};
+    size_t digits = strspn(v, "0123456789"), n = digits;
+    if (v[n] == '.')
+        n += 1 + strspn(v + n + 1, "0123456789");
+    for (size_t i = 0; digits > 0 && digits <= 18 && i < sizeof suffixes / sizeof suffixes[0]; i++)
+        if (strcmp(v + n, suffixes[i]) == 0)
+            return NULL;
+    return "not a quantity such as 100m, 0.5, 64Mi or 1Gi";
+}
+
+/* A container port "PORT" or "NAME:PORT" (NAME: at most 15 of a-z, 0-9 and '-'). */
+static const char *check_port(const char *v) {
+    const char *colon = strchr(v, ':'), *num = colon ? colon + 1 : v;
+    int64_t port;
+    if (colon && (colon == v || colon - v > 15 || !fg_is_dns1123_chars(v, (size_t)(colon - v), 15)))
+        return "the port's name must be at most 15 of a-z, 0-9 and '-'";
+    if (fg_parse_int64(num, strlen(num), 1, 65535, &port) != FG_OK)
+        return "must be PORT or NAME:PORT with a port from 1 to 65535";
+    return NULL;
+}
+
+/* An environment variable "NAME=value" (NAME: a C identifier, '.' and '-' allowed after). */
+static const char *check_env(const char *v) {
+    const char *eq = strchr(v, '=');
+    if (eq == NULL || eq == v || !(((*v | 0x20) >= 'a' && (*v | 0x20) <= 'z') || *v == '_'))
+        return "must be NAME=value with NAME starting with a letter or '_'";
+    for (const char *p = v; p < eq; p++)
+        if (!((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z') && !(*p >= '0' && *p <= '9') &&
+            !strchr("_.-", *p))
+            return "the name may hold letters, digits, '_', '.' and '-'";
+    return NULL;
+}
+
 static const char *check_log_level(const char *v) {
     fg_log_level_t l;
     return fg_log_level_parse(v, &l) == FG_OK ? NULL : "must be one of debug, info, warn, error";
@@ -290,6 +326,20 @@ static const key_t_ streams_keys[] = {
 };
 static const table_t streams_table = TABLE(streams_keys, 0);
 
+#define SC(f) offsetof(fg_sidecar_conf_t, f)
+
+static const key_t_ sidecar_keys[] = {
+    KEY_REQUIRED_STRING("name", SC(name), check_dns1123),
+    KEY_REQUIRED_STRING("image", SC(image), check_nonempty),
+    KEY_STRING("cpu", SC(cpu), NULL, check_quantity),
+    KEY_STRING("memory", SC(memory), NULL, check_quantity),
+    KEY_STRING("cpu_limit", SC(cpu_limit), NULL, check_quantity),
+    KEY_STRING("memory_limit", SC(memory_limit), NULL, check_quantity),
+    KEY_STRINGS("ports", SC(ports), SC(nports), 16, check_port),
+    KEY_STRINGS("env", SC(env), SC(nenv), 64, check_env),
+};
+static const table_t sidecar_table = TABLE(sidecar_keys, sizeof(fg_sidecar_conf_t));
+
 static const key_t_ top_keys[] = {
     KEY_STRING("listen", CFG(listen), "127.0.0.1:8080", check_listen),
     KEY_INT("workers", CFG(workers), 4, 1, 256),
@@ -303,6 +353,7 @@ static const key_t_ top_keys[] = {
     KEY_OBJECT("rate_limits", rate_table),
     KEY_OBJECT("cache", cache_table),
     KEY_OBJECT("streams", streams_table),
+    KEY_ARRAY("sidecars", CFG(sidecars), CFG(nsidecars), 64, sidecar_table),
 };
 static const table_t top_table = TABLE(top_keys, sizeof(fg_config_t));
 
@@ -493,6 +544,24 @@ static void walk_object(ctx_t *c, const table_t *t, const json_t *obj, const cha
 }
 
 /* Rules that span keys. */
+static void check_sidecars(ctx_t *c, const fg_config_t *cfg) {
+    for (size_t i = 0; i < cfg->nsidecars; i++)
+        for (size_t j = 0; j < i; j++)
+            if (cfg->sidecars[i].name && cfg->sidecars[j].name &&
+                strcmp(cfg->sidecars[i].name, cfg->sidecars[j].name) == 0) {
+                char path[64];
+                snprintf(path, sizeof path, "sidecars[%zu].name", i);
+                problem(c, path, "is the name of another sidecar", NULL);
+            }
+}
+
+const fg_sidecar_conf_t *fg_config_sidecar(const fg_config_t *c, const char *name) {
+    for (size_t i = 0; name && i < c->nsidecars; i++)
+        if (strcmp(c->sidecars[i].name, name) == 0)
+            return &c->sidecars[i];
+    return NULL;
+}
+
 static void check_clusters(ctx_t *c, const fg_config_t *cfg) {
     for (size_t i = 0; i < cfg->nclusters; i++) {
         const fg_cluster_conf_t *cl = &cfg->clusters[i];
@@ -571,6 +640,7 @@ int fg_config_load_text(const char *origin, const char *text, size_t len, fg_con
     }
     walk_object(&c, &top_table, root, "", (char *)cfg);
     check_clusters(&c, cfg);
+    check_sidecars(&c, cfg);
     check_auth(&c, cfg);
     if (c.nerrs == 0 &&
         fg_parse_hostport(cfg->listen, &cfg->listen_host, &cfg->listen_port) != FG_OK)

@@ -10,6 +10,18 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* A catalogue of one sidecar, so injection runs too. */
+static char *ports[] = {"admin:9901"}, *env[] = {"LEVEL=info"};
+static fg_sidecar_conf_t sidecar = {.name = "envoy",
+                                    .image = "envoy:1",
+                                    .cpu = "50m",
+                                    .memory = "64Mi",
+                                    .ports = ports,
+                                    .nports = 1,
+                                    .env = env,
+                                    .nenv = 1};
+static const fg_config_t cfg = {.sidecars = &sidecar, .nsidecars = 1};
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json_t *app = NULL;
     if (fg_json_load((const char *)data, size, &app, NULL, 0) != FG_OK)
@@ -18,16 +30,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     vd_init(&v);
     vd_init(&again);
     as_validate(&v, app);
+    as_validate_sidecars(&v, json_object_get(app, "spec"), &cfg);
     as_validate(&again, app);
+    as_validate_sidecars(&again, json_object_get(app, "spec"), &cfg);
     if (v.n != again.n || !json_equal(v.errors, again.errors))
         abort(); /* the same body, the same verdict */
     if (vd_ok(&v)) {
         const json_t *spec = json_object_get(app, "spec");
         int64_t replicas = json_integer_value(json_object_get(spec, "replicas"));
         as_request_t r;
-        as_request(spec, replicas, &r);
+        as_request(spec, replicas, &cfg, &r);
         json_t *ann = json_object();
-        json_t *d = as_deployment(app, "p", replicas, ann);
+        json_t *d = as_deployment(app, "p", replicas, ann, &cfg);
         const json_t *meta = json_object_get(d, "metadata");
         if (!json_equal(json_object_get(meta, "name"), json_object_get(app, "name")) ||
             json_integer_value(json_object_get(json_object_get(d, "spec"), "replicas")) != replicas)

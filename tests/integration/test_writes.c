@@ -111,7 +111,10 @@ static void setup(void) {
              " \"auth\": {\"issuer\": \"https://id.test\", \"audience\": \"fleetgate\","
              "  \"keys\": [{\"kid\": \"rsa1\", \"pem_file\": \"%s\", \"algs\": [\"RS256\"]}],"
              "  \"audit_log\": \"%s/audit.log\"},"
-             " \"rate_limits\": {\"enabled\": false}}",
+             " \"rate_limits\": {\"enabled\": false},"
+             " \"sidecars\": [{\"name\": \"envoy\", \"image\": \"envoyproxy/envoy:v1.30\","
+             "  \"cpu\": \"50m\", \"memory\": \"64Mi\", \"ports\": [\"admin:9901\"],"
+             "  \"env\": [\"LOG_LEVEL=warn\"]}, {\"name\": \"app\", \"image\": \"x:1\"}]}",
              redis.url, cl[0], cl[1], cl[2], keys.rsa_pub, keys.dir);
     char log[160];
     snprintf(log, sizeof log, "%s/daemon.log", keys.dir);
@@ -658,11 +661,17 @@ START_TEST(app_refusals) {
     th_resp_free(&r);
     free(other);
     free(body);
-    body = app_body("Web_1", 5000, "{\"policy\": \"Wide\"}", ", \"sidecars\": [\"envoy\"]");
+    body = app_body("Web_1", 5000, "{\"policy\": \"Wide\"}",
+                    ", \"sidecars\": [\"istio\", \"envoy\", \"envoy\", \"app\"]");
     ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 422);
-    static const char *const pointers[] = {"\"/name\"", "\"/spec/replicas\"",
-                                           "\"/spec/placement/policy\"", "\"/spec/sidecars/0\""};
-    for (size_t i = 0; i < 4; i++)
+    static const char *const pointers[] = {"\"/name\"",
+                                           "\"/spec/replicas\"",
+                                           "\"/spec/placement/policy\"",
+                                           "\"/spec/sidecars/0\"",
+                                           "no managed sidecar istio in the platform's catalogue",
+                                           "names sidecar envoy a second time",
+                                           "is the name of container /spec/containers/0"};
+    for (size_t i = 0; i < sizeof pointers / sizeof pointers[0]; i++)
         ck_assert_msg(strstr(r.body, pointers[i]) != NULL, "%s: %s", pointers[i], r.body);
     th_resp_free(&r);
     free(body);
@@ -677,6 +686,57 @@ START_TEST(app_refusals) {
     th_resp_free(&r);
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(tk_requests(&ks, i, "create"), 1); /* the namespace only */
+}
+END_TEST
+
+/* A sidecar of the catalogue is injected into every Deployment of the app (after its own
+ * containers), its requests count in the quota, and a GET shows it among the containers. */
+START_TEST(app_sidecars_injected_from_the_catalogue) {
+    create_quota_project();
+    char *body = app_body("mesh", 2, "{\"policy\": \"Pack\"}", ", \"sidecars\": [\"envoy\"]");
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+    json_t *dep = NULL;
+    for (int i = 0; i < 3 && dep == NULL; i++)
+        if (ks_replicas(i, "mesh", &dep) < 0)
+            dep = NULL;
+    ck_assert_ptr_nonnull(dep);
+    const json_t *tmpl = json_object_get(json_object_get(dep, "spec"), "template"),
+                 *cs = json_object_get(json_object_get(tmpl, "spec"), "containers"),
+                 *sc = json_array_get(cs, 1);
+    ck_assert_int_eq(json_array_size(cs), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(sc, "name")), "envoy");
+    ck_assert_str_eq(json_string_value(json_object_get(sc, "image")), "envoyproxy/envoy:v1.30");
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(json_object_get(sc, "resources"), "requests"), "cpu")),
+                     "50m");
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(sc, "ports"), 0), "containerPort")),
+                     9901);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_array_get(json_object_get(sc, "env"), 0), "value")),
+        "warn");
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(json_object_get(tmpl, "metadata"), "annotations"),
+                         "fleetgate.io/sidecars")),
+                     "envoy");
+    json_decref(dep);
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/apps/mesh", viewer, NULL, NULL, true, &r), 200);
+    ck_assert_msg(strstr(r.body, "envoyproxy/envoy:v1.30") != NULL, "%s", r.body);
+    th_resp_free(&r);
+    /* the quota counts the sidecar: 4 cpu, 2 x (100m + 50m) used; 26 more replicas of 150m fit
+     * (3.9 cpu in all), 27 do not */
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps/mesh:scale?dryRun=true", dev,
+                          "{\"replicas\": 26}", NULL, true, &r),
+                     200);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps/mesh:scale?dryRun=true", dev,
+                          "{\"replicas\": 27}", NULL, true, &r),
+                     409);
+    ck_assert_msg(strstr(r.body, "cpu would be 4050m of a quota of 4000m") != NULL, "%s", r.body);
+    th_resp_free(&r);
 }
 END_TEST
 
@@ -1043,6 +1103,7 @@ static Suite *writes_suite(void) {
     tcase_add_checked_fixture(ta, setup, teardown);
     tcase_set_timeout(ta, 120);
     tcase_add_test(ta, app_create_spread_and_read_your_writes);
+    tcase_add_test(ta, app_sidecars_injected_from_the_catalogue);
     tcase_add_test(ta, app_read_your_writes_without_the_watch);
     tcase_add_test(ta, app_pack_with_selector_and_dry_run);
     tcase_add_test(ta, app_verbs_and_delete);

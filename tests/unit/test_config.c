@@ -124,6 +124,23 @@ static const struct {
      "t.json: clusters[0].labels[1]: must be key=value (got \"gpu\")\n"
      "t.json: clusters[0].labels[2]: key and value may hold letters, digits, '.', '_' and '-' "
      "(got \"a b=c\")\n"},
+    /* The sidecar catalogue: every field checked, names unique. */
+    {"{\"sidecars\": [{\"name\": \"Envoy\", \"image\": \"\", \"cpu\": \"lots\", "
+     "\"memory\": \"64Mi\", \"ports\": [\"admin:9901\", \"99999\", \"_x:80\"], "
+     "\"env\": [\"LEVEL=info\", \"=x\"]}, {\"name\": \"log\", \"image\": \"l:1\"}, "
+     "{\"name\": \"log\", \"image\": \"l:2\", \"shell\": true}]}",
+     "t.json: sidecars[0].name: not a DNS-1123 label (lowercase letters, digits and '-', 1 to 63 "
+     "characters, starting and ending with a letter or digit) (got \"Envoy\")\n"
+     "t.json: sidecars[0].image: must not be empty (got \"\")\n"
+     "t.json: sidecars[0].cpu: not a quantity such as 100m, 0.5, 64Mi or 1Gi (got \"lots\")\n"
+     "t.json: sidecars[0].ports[1]: must be PORT or NAME:PORT with a port from 1 to 65535 (got "
+     "\"99999\")\n"
+     "t.json: sidecars[0].ports[2]: the port's name must be at most 15 of a-z, 0-9 and '-' (got "
+     "\"_x:80\")\n"
+     "t.json: sidecars[0].env[1]: must be NAME=value with NAME starting with a letter or '_' (got "
+     "\"=x\")\n"
+     "t.json: sidecars[2].shell: unknown key\n"
+     "t.json: sidecars[2].name: is the name of another sidecar\n"},
     /* Several problems are all reported, in file order. */
     {"{\"workers\": 0, \"listen\": \"h\", \"bogus\": true}",
      "t.json: workers: must be from 1 to 256 (got 0)\n"
@@ -141,6 +158,26 @@ START_TEST(bad_config_table) {
                   "config %s\n got: %s\nwant: %s", bad_cases[_i].text,
                   errs.data ? errs.data : "(nothing)", bad_cases[_i].want);
     fg_buf_free(&errs);
+}
+END_TEST
+
+START_TEST(sidecar_catalogue_is_read) {
+    const char *text = "{\"sidecars\": [{\"name\": \"envoy\", \"image\": \"envoy:1\", "
+                       "\"cpu\": \"50m\", \"memory_limit\": \"1.5Gi\", \"ports\": "
+                       "[\"admin:9901\", \"15000\"], \"env\": [\"LEVEL=info=x\"]}]}";
+    fg_config_t *cfg;
+    fg_buf_t errs;
+    ck_assert_msg(load(text, &cfg, &errs) == FG_OK, "%s", errs.data);
+    const fg_sidecar_conf_t *sc = fg_config_sidecar(cfg, "envoy");
+    ck_assert_ptr_nonnull(sc);
+    ck_assert_str_eq(sc->image, "envoy:1");
+    ck_assert_str_eq(sc->cpu, "50m");
+    ck_assert_ptr_null(sc->memory);
+    ck_assert_str_eq(sc->memory_limit, "1.5Gi");
+    ck_assert_uint_eq(sc->nports, 2);
+    ck_assert_str_eq(sc->env[0], "LEVEL=info=x");
+    ck_assert_ptr_null(fg_config_sidecar(cfg, "istio"));
+    fg_config_free(cfg);
 }
 END_TEST
 
@@ -192,6 +229,7 @@ static Suite *config_suite(void) {
     tcase_add_test(tc, empty_object_gives_defaults);
     tcase_add_test(tc, full_config_is_read);
     tcase_add_loop_test(tc, bad_config_table, 0, sizeof bad_cases / sizeof bad_cases[0]);
+    tcase_add_test(tc, sidecar_catalogue_is_read);
     tcase_add_test(tc, token_over_plain_http_refused);
     tcase_add_test(tc, cert_without_key_refused);
     tcase_add_test(tc, missing_file_is_named);
