@@ -45,6 +45,8 @@ json_t *rd_present_project(const rd_ctx_t *c, json_t *const *objs) {
     }
     json_t *o = json_object();
     rd_copy(o, "name", f, "name");
+    if (json_is_string(json_object_get(f, "description")))
+        rd_copy(o, "description", f, "description");
     if (json_is_object(json_object_get(f, "labels")))
         rd_copy(o, "labels", f, "labels");
     json_t *quotas = json_object();

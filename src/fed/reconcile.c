@@ -39,7 +39,8 @@ static const struct {
 } quota_tiers[] = {
     {"reserved", "reserved"}, {"onDemand", "ondemand"}, {"preemptible", "preemptible"}};
 
-/* The namespace of a cached project, as the project writes made it (labels, quotas). */
+/* The namespace of a cached project, as the project writes made it (labels, description,
+ * quotas). */
 static json_t *namespace_of(const json_t *project) {
     json_t *ann = json_object();
     const json_t *quota = json_object_get(project, "quota");
@@ -52,6 +53,8 @@ static json_t *namespace_of(const json_t *project) {
             json_object_set(ann, key, v);
         }
     }
+    if (json_is_string(json_object_get(project, "description")))
+        json_object_set(ann, "fleetgate.io/description", json_object_get(project, "description"));
     json_object_set_new(ann, "fleetgate.io/requested-by", json_string("fleetgate-reconciler"));
     return json_pack("{s:s,s:s,s:{s:O,s:O,s:o}}", "apiVersion", "v1", "kind", "Namespace",
                      "metadata", "name", json_object_get(project, "name"), "labels",

@@ -1385,6 +1385,7 @@ static int c_ns_quota(xlate_t *x, const row_t *r, const json_t *v, const char *v
 static const row_t project_rows[] = {
     IDENTITY(cluster_identity),
     STR("phase", "status.phase"),
+    ROW("description", "metadata.annotations", c_map_key, "fleetgate.io/description"),
     ROW("quota", "metadata.annotations", c_ns_quota, NULL),
     IDENTITY(lifetime),
 };

@@ -205,6 +205,7 @@ START_TEST(project_create_writes_every_cluster_and_reads_back) {
             json_object_get(json_object_get(json_object_get(p, "quotas"), "OnDemand"), "limits"),
             "pods")),
         20);
+    ck_assert_str_eq(json_string_value(json_object_get(p, "description")), "the shop");
     json_decref(p);
     th_resp_free(&r);
     /* Again: it exists. */
@@ -220,7 +221,8 @@ START_TEST(project_patch_with_if_match) {
     char etag[128], hdr[160];
     ck_assert_ptr_nonnull(th_header(&r, "ETag", etag, sizeof etag));
     th_resp_free(&r);
-    const char *patch = "{\"labels\": {\"team\": null, \"tier\": \"gold\"},"
+    const char *patch = "{\"description\": \"the new shop\","
+                        " \"labels\": {\"team\": null, \"tier\": \"gold\"},"
                         " \"quotas\": {\"OnDemand\": {\"limits\": {\"cpu\": \"12\"}},"
                         " \"Reserved\": null}}";
     snprintf(hdr, sizeof hdr, "If-Match: %s", etag);
@@ -235,6 +237,7 @@ START_TEST(project_patch_with_if_match) {
     ck_assert_ptr_null(json_object_get(json_object_get(p, "labels"), "team"));
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(p, "labels"), "tier")),
                      "gold");
+    ck_assert_str_eq(json_string_value(json_object_get(p, "description")), "the new shop");
     json_decref(p);
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(tk_requests(&ks, i, "patch"), 1);
