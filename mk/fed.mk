@@ -29,3 +29,20 @@ $(WRITE_BENCH): $(BUILD)/obj/tests/bench/write_bench.o $(TEST_SUPPORT_OBJ) $(LIB
 
 bench-writes: all $(WRITE_BENCH)
 	FG_BUILD=$(BUILD) $(WRITE_BENCH) $(BENCH_ROUNDS)
+
+# make bench-scale: build/bench/scale_bench (redis-server, kubesim with 3 clusters, two daemons):
+# BENCH_SCALE_S seconds (default 30) of BENCH_SCALE_RATE scales a second (default 200) through
+# the two replicas, then the same rate of replicas patches straight to kubesim; p50/p99/max,
+# errors and the ratios. Not in make test.
+SCALE_BENCH := $(BUILD)/bench/scale_bench
+BENCH_SCALE_S ?= 30
+BENCH_SCALE_RATE ?= 200
+
+$(SCALE_BENCH): $(BUILD)/obj/tests/bench/scale_bench.o $(TEST_SUPPORT_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS) $(CHECK_LIBS)
+
+.PHONY: bench-scale
+
+bench-scale: all $(SCALE_BENCH)
+	FG_BUILD=$(BUILD) $(SCALE_BENCH) $(BENCH_SCALE_S) $(BENCH_SCALE_RATE)

@@ -1,0 +1,235 @@
+/* tests/bench/scale_bench.c: the issue's scale figure: 200 scales a second, sustained for 30 s,
+ * through two fleetgate replicas (p99 goal under 50 ms, no error), against the same rate of
+ * Deployment scales sent straight to kubesim (the reference, measured in the same run).
+ *
+ * Starts a private redis-server, kubesim with three clusters in three zones and two daemons on
+ * the same Redis (informers on; one holds their leases), makes a project and APPS apps of 3
+ * replicas (Spread: one Deployment per cluster), then THREADS client threads, each owning its
+ * own apps and its own keep-alive connection to one of the two replicas (alternating), send
+ * POST .../apps/{app}:scale at RATE/THREADS a second each, open loop (a late request does not
+ * push back the next one's schedule), replicas alternating 3 and 4. The reference then sends the
+ * same number of merge patches of spec.replicas straight to kubesim at the same rate, to as many
+ * Deployments fleetgate does not manage (so its reconciler leaves them alone). Prints the
+ * achieved rate, p50/p99/max and errors of each and the p50/p99 ratios.
+ * Usage: scale_bench [SECONDS] [RATE] (default 30 200); FG_BUILD names the build dir. Not part
+ * of make test (make bench-scale). */
+#include "testhttp.h"
+#include "testjwt.h"
+#include "testkubesim.h"
+#include "testredis.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define THREADS 8
+#define APPS    (THREADS * 3)
+
+static uint16_t ports[2];
+static char *admin;
+static tk_sim_t ks;
+static int seconds = 30, rate = 200;
+
+static size_t sink(char *p, size_t sz, size_t n, void *ud) {
+    (void)p, (void)ud;
+    return sz * n;
+}
+
+typedef struct {
+    int id;
+    bool direct; /* the reference: straight to kubesim */
+    double *ms;  /* one latency a request */
+    int n, errors;
+} worker_t;
+
+static long scale_through(CURL *c, uint16_t port, int app, int replicas) {
+    char url[256], body[64], *auth = fg_xasprintf("Authorization: Bearer %s", admin);
+    struct curl_slist *h = curl_slist_append(NULL, auth);
+    h = curl_slist_append(h, "Content-Type: application/json");
+    h = curl_slist_append(h, "Expect:");
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/v1/projects/bench/apps/a%d:scale",
+             (unsigned)port, app);
+    snprintf(body, sizeof body, "{\"replicas\": %d}", replicas);
+    curl_easy_reset(c);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+    long s = -1;
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &s);
+    curl_slist_free_all(h);
+    free(auth);
+    return s;
+}
+
+static void *worker_main(void *arg) {
+    worker_t *w = arg;
+    CURL *c = curl_easy_init();
+    double per_s = (double)rate / THREADS;
+    int total = (int)(per_s * seconds);
+    uint64_t start = fg_now_ns(), gap = (uint64_t)(1e9 / per_s);
+    w->ms = calloc((size_t)total + 1, sizeof *w->ms);
+    for (int i = 0; i < total; i++) {
+        uint64_t due = start + (uint64_t)i * gap + (uint64_t)w->id * gap / THREADS, now;
+        while ((now = fg_now_ns()) < due)
+            nanosleep(&(struct timespec){0, (long)(due - now)}, NULL);
+        int app = w->id * 3 + i % 3, replicas = 3 + (i / 3) % 2;
+        long s;
+        if (w->direct) {
+            char path[160], body[64];
+            snprintf(path, sizeof path, "/apis/apps/v1/namespaces/bench/deployments/d%d", app);
+            snprintf(body, sizeof body, "{\"spec\": {\"replicas\": %d}}", replicas % 2 + 1);
+            s = tk_call(&ks, app % 3, "PATCH", path, body, NULL) == 200 ? 200 : -1;
+        } else {
+            s = scale_through(c, ports[w->id % 2], app, replicas);
+        }
+        /* from when it was due: a request that waited for an earlier one counts that wait */
+        w->ms[w->n++] = (double)(fg_now_ns() - due) / 1e6;
+        w->errors += s != 200;
+    }
+    curl_easy_cleanup(c);
+    return NULL;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Runs the workers; prints and returns p50/p99. */
+static void run(const char *what, bool direct, double *p50, double *p99, int *errors) {
+    worker_t w[THREADS];
+    pthread_t th[THREADS];
+    uint64_t t0 = fg_now_ns();
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (worker_t){.id = i, .direct = direct};
+        pthread_create(&th[i], NULL, worker_main, &w[i]);
+    }
+    int n = 0;
+    *errors = 0;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        n += w[i].n;
+        *errors += w[i].errors;
+    }
+    double secs = (double)(fg_now_ns() - t0) / 1e9, *all = calloc((size_t)n + 1, sizeof *all);
+    for (int i = 0, k = 0; i < THREADS; i++) {
+        memcpy(all + k, w[i].ms, (size_t)w[i].n * sizeof *all);
+        k += w[i].n;
+        free(w[i].ms);
+    }
+    qsort(all, (size_t)n, sizeof *all, cmp);
+    *p50 = all[n / 2];
+    *p99 = all[n * 99 / 100];
+    printf("%-40s %6d in %5.1f s (%6.1f/s)  p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms  "
+           "errors %d\n",
+           what, n, secs, n / secs, *p50, *p99, all[n - 1], *errors);
+    free(all);
+}
+
+int main(int argc, char **argv) {
+    seconds = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 30;
+    rate = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 200;
+    seconds = seconds < 1 ? 1 : seconds;
+    rate = rate < THREADS ? THREADS : rate;
+    fg_log_set_level(FG_LOG_ERROR);
+    tr_redis_t redis;
+    tj_keys_t keys;
+    static const char *const extra[] = {"--nodes", "4", "--pod-start-ms", "0", NULL};
+    if (tr_redis_start(&redis) != 0 || tj_keys_make(&keys) != 0 || tk_start(&ks, 3, extra) != 0) {
+        fprintf(stderr, "scale_bench: cannot start redis, keys or kubesim\n");
+        return 1;
+    }
+    char cfg[8192], cl[3][512];
+    for (int i = 0; i < 3; i++)
+        snprintf(cl[i], sizeof cl[i],
+                 "{\"name\": \"c%d\", \"zone\": \"zone-%d\", \"url\": \"%s\", \"token_file\": "
+                 "\"%s\", \"ca_file\": \"%s\"}",
+                 i, i, tk_url(&ks, i), ks.token_file, ks.ca_file);
+    snprintf(cfg, sizeof cfg,
+             "{\"workers\": 8, \"redis\": {\"url\": \"%s\"}, \"log\": {\"level\": \"error\", "
+             "\"access_log\": false}, \"openapi_file\": \"api/openapi.yaml\", \"docs_file\": "
+             "\"/nonexistent\", \"clusters\": [%s, %s, %s], \"auth\": {\"issuer\": "
+             "\"https://id.test\", \"audience\": \"fleetgate\", \"keys\": [{\"kid\": \"rsa1\", "
+             "\"pem_file\": \"%s\", \"algs\": [\"RS256\"]}], \"audit_log\": \"/dev/null\"}, "
+             "\"rate_limits\": {\"enabled\": false}}",
+             redis.url, cl[0], cl[1], cl[2], keys.rsa_pub);
+    pid_t d[2];
+    for (int i = 0; i < 2; i++)
+        d[i] = th_daemon_start(cfg, &ports[i], NULL);
+    char claims[256];
+    snprintf(claims, sizeof claims,
+             "{\"iss\": \"https://id.test\", \"aud\": \"fleetgate\", \"sub\": \"bench\", \"exp\": "
+             "%ld, \"groups\": [\"fleetgate-admins\"]}",
+             (long)time(NULL) + 3600);
+    admin = tj_sign("RS256", keys.rsa_priv, "rsa1", claims);
+    char *auth = fg_xasprintf("Authorization: Bearer %s", admin);
+    const char *hdrs[] = {auth, "Content-Type: application/json", NULL};
+    char url[256];
+    th_resp_t r;
+    long st = 0;
+    for (int i = 0; i < 200 && st != 200; i++) {
+        snprintf(url, sizeof url, "http://127.0.0.1:%u/readyz", (unsigned)ports[0]);
+        st = th_request("GET", url, NULL, NULL, -1, 0, &r) == 0 ? r.status : -1;
+        th_resp_free(&r);
+        if (st != 200)
+            nanosleep(&(struct timespec){0, 50000000L}, NULL);
+    }
+    const char *project = "{\"name\": \"bench\", \"quotas\": {\"OnDemand\": {\"limits\": "
+                          "{\"pods\": 100000}}}}";
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/v1/projects", (unsigned)ports[0]);
+    st = th_request("POST", url, hdrs, project, (long)strlen(project), 0, &r) == 0 ? r.status : -1;
+    th_resp_free(&r);
+    int bad = d[0] <= 0 || d[1] <= 0 || st != 201;
+    for (int a = 0; !bad && a < APPS; a++) {
+        char body[256];
+        snprintf(body, sizeof body,
+                 "{\"name\": \"a%d\", \"spec\": {\"replicas\": 3, \"containers\": [{\"name\": "
+                 "\"c\", \"image\": \"nginx:1\"}]}}",
+                 a);
+        snprintf(url, sizeof url, "http://127.0.0.1:%u/v1/projects/bench/apps",
+                 (unsigned)ports[a % 2]);
+        bad =
+            th_request("POST", url, hdrs, body, (long)strlen(body), 0, &r) != 0 || r.status != 201;
+        th_resp_free(&r);
+    }
+    for (int a = 0; !bad && a < APPS; a++) {
+        char dep[512];
+        snprintf(dep, sizeof dep,
+                 "{\"apiVersion\": \"apps/v1\", \"kind\": \"Deployment\", \"metadata\": "
+                 "{\"name\": \"d%d\"}, \"spec\": {\"replicas\": 1, \"selector\": "
+                 "{\"matchLabels\": {\"d\": \"d%d\"}}, \"template\": {\"metadata\": "
+                 "{\"labels\": {\"d\": \"d%d\"}}, \"spec\": {\"containers\": [{\"name\": "
+                 "\"c\", \"image\": \"nginx:1\"}]}}}}",
+                 a, a, a);
+        bad = tk_call(&ks, a % 3, "POST", "/apis/apps/v1/namespaces/bench/deployments", dep,
+                      NULL) != 201;
+    }
+    free(auth);
+    if (bad) {
+        fprintf(stderr, "scale_bench: the daemons, the project or the apps did not come up\n");
+        return 1;
+    }
+    printf("%d apps of 3 replicas over 3 clusters; %d client threads; %d scales/s for %d s\n", APPS,
+           THREADS, rate, seconds);
+    double f50, f99, d50, d99;
+    int ferr, derr;
+    run("scale through fleetgate (2 replicas)", false, &f50, &f99, &ferr);
+    run("replicas patch straight to kubesim", true, &d50, &d99, &derr);
+    printf("ratio fleetgate / direct: p50 %.2f  p99 %.2f   (goal: p99 < 50 ms, no error)\n",
+           f50 / d50, f99 / d99);
+    for (int i = 0; i < 2; i++)
+        th_daemon_stop(d[i], SIGTERM, 5000);
+    tk_stop(&ks);
+    tr_redis_stop(&redis);
+    tj_keys_remove(&keys);
+    free(admin);
+    return ferr || derr ? 1 : 0;
+}
