@@ -16,6 +16,7 @@ IDEMPOTENT(fg_api_pause_app)
 IDEMPOTENT(fg_api_resume_app)
 IDEMPOTENT(fg_api_restart_app)
 IDEMPOTENT(fg_api_stop_app)
+IDEMPOTENT(fg_api_restart_pod_container)
 
 /* One macro a kind of row, so a row is one line that names what differs. */
 #define GET(p, h, perm_, rate_)                                                                    \
@@ -78,6 +79,10 @@ static const fg_route_t routes[] = {
     READ("/v1/projects/{project}/scalers/{scaler}", fg_api_get_scaler),
     ANY_READ("/v1/clusters", fg_api_list_clusters, FG_RATE_LIST),
     ANY_READ("/v1/clusters/{cluster}", fg_api_get_cluster, FG_RATE_READ),
+    WRITE("DELETE", "/v1/projects/{project}/pods/{pod}", fg_api_delete_pod, FG_BODY_NONE,
+          FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/pods/{pod}:restart-container",
+          fg_api_restart_pod_container_once, FG_BODY_JSON, FG_PERM_WRITE),
 };
 
 const fg_route_t *fg_api_routes(size_t *n) {

@@ -465,22 +465,45 @@ static int64_t transition_ms(json_t *p, const char *type) {
     return -1;
 }
 
+/* The imageID a runtime reports for image: its repository and the digest it runs, the one in
+ * the reference when it is pinned ("x:1@sha256:..."), else one derived from the reference, so
+ * that the same image keeps one digest however it is spelled (pinned or not). */
+static void image_id(const char *image, char *out, size_t len) {
+    const char *at = strchr(image, '@');
+    size_t n = at ? (size_t)(at - image) : strlen(image);
+    const char *slash = memrchr(image, '/', n),
+               *colon = memchr(slash ? slash : image, ':',
+                               n - (size_t)((slash ? slash : image) - image));
+    size_t repo = colon ? (size_t)(colon - image) : n;
+    if (at) {
+        snprintf(out, len, "docker.io/library/%.*s%s", (int)repo, image, at);
+        return;
+    }
+    uint64_t h[4];
+    for (uint64_t k = 0; k < 4; k++)
+        h[k] = fg_hash64(image, n, k + 7);
+    snprintf(out, len, "docker.io/library/%.*s@sha256:%016llx%016llx%016llx%016llx", (int)repo,
+             image, (unsigned long long)h[0], (unsigned long long)h[1], (unsigned long long)h[2],
+             (unsigned long long)h[3]);
+}
+
 static json_t *container_statuses(json_t *p, const char *state, json_t *state_body, int restarts,
                                   json_t *last_state, bool ready) {
     json_t *out = json_array();
     size_t i;
     json_t *ctr;
     json_array_foreach(jget(p, "spec.containers"), i, ctr) {
-        char cid[96];
+        char cid[96], iid[512];
         snprintf(cid, sizeof(cid), "containerd://%.36s%02zu%d", jstr(p, "metadata.uid") ?: "", i,
                  restarts);
+        image_id(json_string_value(json_object_get(ctr, "image")) ?: "", iid, sizeof(iid));
         json_array_append_new(
-            out, json_pack("{s:s, s:{s:O}, s:O, s:b, s:i, s:s, s:s, s:s, s:b}", "name",
-                           json_string_value(json_object_get(ctr, "name")), "state", state,
-                           state_body, "lastState", last_state, "ready", ready, "restartCount",
-                           restarts, "image", json_string_value(json_object_get(ctr, "image")),
-                           "imageID", "docker.io/library/image@sha256:0f5b3c", "containerID", cid,
-                           "started", strcmp(state, "running") == 0));
+            out,
+            json_pack("{s:s, s:{s:O}, s:O, s:b, s:i, s:s, s:s, s:s, s:b}", "name",
+                      json_string_value(json_object_get(ctr, "name")), "state", state, state_body,
+                      "lastState", last_state, "ready", ready, "restartCount", restarts, "image",
+                      json_string_value(json_object_get(ctr, "image")), "imageID", iid,
+                      "containerID", cid, "started", strcmp(state, "running") == 0));
     }
     return out;
 }
@@ -565,6 +588,58 @@ static void finish_pod(ks_cluster_t *c, json_t *p, int exit_code) {
     merge_patch(c, "/api/v1", p, "pods", "status", patch, MANAGER_KL);
 }
 
+/* A running container whose spec changed (its image: the one container field a pod update may
+ * change) is killed and started again, as the kubelet does whatever the restart policy
+ * ("Container definition changed, will be restarted"): its restartCount grows by one, its last
+ * state is the terminated run, it gets a new containerID; the pod, its IPs and its other
+ * containers stay as they are. */
+static void restart_changed(ks_cluster_t *c, json_t *p) {
+    json_t *next = json_deep_copy(jget(p, "status.containerStatuses"));
+    bool any = false;
+    char ts[32], msg[400], cid[96], iid[512];
+    now_ts(c, ts, sizeof(ts));
+    size_t i, j;
+    json_t *ctr, *st;
+    json_array_foreach(jget(p, "spec.containers"), i, ctr) {
+        const char *name = json_string_value(json_object_get(ctr, "name")) ?: "";
+        const char *image = json_string_value(json_object_get(ctr, "image")) ?: "";
+        json_array_foreach(next, j, st) {
+            if (strcmp(json_string_value(json_object_get(st, "name")) ?: "", name) != 0 ||
+                json_object_get(jget(st, "state"), "running") == NULL ||
+                strcmp(json_string_value(json_object_get(st, "image")) ?: "", image) == 0)
+                continue;
+            int64_t restarts = jint(st, "restartCount", 0) + 1;
+            json_t *term =
+                json_pack("{s:{s:i, s:s, s:s, s:s, s:O}}", "terminated", "exitCode", 0, "reason",
+                          "Completed", "startedAt", jstr(st, "state.running.startedAt") ?: ts,
+                          "finishedAt", ts, "containerID", json_object_get(st, "containerID"));
+            snprintf(cid, sizeof(cid), "containerd://%.36s%02zu%lld", jstr(p, "metadata.uid") ?: "",
+                     i, (long long)restarts);
+            image_id(image, iid, sizeof(iid));
+            json_object_set_new(st, "lastState", term);
+            json_object_set_new(st, "state", json_pack("{s:{s:s}}", "running", "startedAt", ts));
+            json_object_set_new(st, "restartCount", json_integer(restarts));
+            json_object_set_new(st, "image", json_string(image));
+            json_object_set_new(st, "imageID", json_string(iid));
+            json_object_set_new(st, "containerID", json_string(cid));
+            json_object_set_new(st, "ready", json_true());
+            json_object_set_new(st, "started", json_true());
+            snprintf(msg, sizeof(msg), "Container %s definition changed, will be restarted", name);
+            emit_event(c, p, "Pod", "v1", "Normal", "Killing", "kubelet", msg);
+            snprintf(msg, sizeof(msg), "Container image \"%s\" already present on machine", image);
+            emit_event(c, p, "Pod", "v1", "Normal", "Pulled", "kubelet", msg);
+            snprintf(msg, sizeof(msg), "Started container %s", name);
+            emit_event(c, p, "Pod", "v1", "Normal", "Started", "kubelet", msg);
+            any = true;
+        }
+    }
+    if (any)
+        merge_patch(c, "/api/v1", p, "pods", "status",
+                    json_pack("{s:{s:o}}", "status", "containerStatuses", next), MANAGER_KL);
+    else
+        json_decref(next);
+}
+
 static bool runs_to_end(json_t *p) {
     return controller_uid(p, "Job") != NULL || annotation(p, "kubesim.io/exit-code") != NULL ||
            annotation(p, "kubesim.io/run-ms") != NULL;
@@ -636,6 +711,8 @@ static void kubelet(ks_cluster_t *c, json_t *p, const snap_t *nodes, int64_t now
             start_pod(c, p, node_ip);
         return;
     }
+    if (strcmp(phase, "Running") == 0 && jget(p, "metadata.deletionTimestamp") == NULL)
+        restart_changed(c, p);
     if (strcmp(phase, "Running") != 0 || !runs_to_end(p))
         return;
     const char *run = annotation(p, "kubesim.io/run-ms");
