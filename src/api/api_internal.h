@@ -78,6 +78,11 @@ bool fg_api_pod_cluster_or_reply(fg_req_t *req, const char *project, const char 
 /* Pod writes (src/api/pods_write.c). */
 int fg_api_delete_pod(fg_req_t *req);
 int fg_api_restart_pod_container(fg_req_t *req);
+/* Job set writes (src/api/jobsets.c). */
+int fg_api_create_jobset(fg_req_t *req);
+int fg_api_delete_jobset(fg_req_t *req);
+int fg_api_suspend_jobset(fg_req_t *req);
+int fg_api_resume_jobset(fg_req_t *req);
 /* A boolean query flag: absent is false; true/false (any case), else 422. */
 bool fg_api_flag_or_reply(fg_req_t *req, const char *name, bool *out);
 

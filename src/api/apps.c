@@ -10,6 +10,7 @@
  * names the failing cluster.
  */
 #include "appspec.h"
+#include "workload.h"
 #include "writes.h"
 
 #include "fleetgate/kube.h"
@@ -24,7 +25,7 @@
 /* ---- reading what is there ------------------------------------------------------------- */
 
 /* The project as presented (a new reference), or NULL when it replied 404 / 503. */
-static json_t *project_or_reply(fg_req_t *req, const char *project) {
+json_t *project_or_reply(fg_req_t *req, const char *project) {
     json_t *objs[RD_MAX_CLUSTERS];
     size_t found;
     rd_ctx_t c;
@@ -97,6 +98,10 @@ static bool tier_usage_or_reply(fg_req_t *req, const char *project, const char *
             json_decref(a);
         }
     }
+    if (!js_tier_usage_or_reply(req, project, tier, app, by_name)) { /* running job sets */
+        json_decref(by_name);
+        return false;
+    }
     *nuses = 0;
     *uses = fg_xcalloc(json_object_size(by_name) + 1, sizeof **uses);
     const char *name;
@@ -115,8 +120,8 @@ static bool tier_usage_or_reply(fg_req_t *req, const char *project, const char *
  * the tier must have a quota in the project, and this app's replicas plus every other app of the
  * tier (in the cache, or reserved by a write in flight) must fit. keep false: check only (a dry
  * run). 409 quota-exceeded naming tier, resource, would-be usage and quota. */
-static bool quota_or_reply(fg_req_t *req, const json_t *project, const json_t *spec,
-                           const char *app, int64_t replicas, bool keep) {
+bool quota_or_reply(fg_req_t *req, const json_t *project, const json_t *spec, const char *app,
+                    int64_t replicas, bool keep) {
     const char *tier = as_tier(spec), *name = json_string_value(json_object_get(project, "name"));
     const json_t *lim =
         json_object_get(json_object_get(json_object_get(project, "quotas"), tier), "limits");
@@ -163,7 +168,7 @@ static bool quota_or_reply(fg_req_t *req, const json_t *project, const json_t *s
     return ok;
 }
 
-static void quota_release(fg_req_t *req, const char *project, const json_t *spec, const char *app) {
+void quota_release(fg_req_t *req, const char *project, const json_t *spec, const char *app) {
     fg_api_t *api = fg_req_app(req);
     fg_cache_quota_release(api->redis, project, as_tier(spec), app);
 }
@@ -173,8 +178,8 @@ static void quota_release(fg_req_t *req, const char *project, const json_t *spec
  * explanation, 503). p's verdicts point into cl, the caller's table of FG_FED_MAX_CLUSTERS
  * (names and zones into the configuration), so cl must live as long as p is read; the nodes
  * in it are not to be read after (their registry snapshot is released). */
-static bool place_or_reply(fg_req_t *req, const json_t *spec, int64_t replicas, const bool *only,
-                           fg_fed_cluster_t *cl, fg_fed_placement_t *p) {
+bool place_or_reply(fg_req_t *req, const json_t *spec, int64_t replicas, const bool *only,
+                    fg_fed_cluster_t *cl, fg_fed_placement_t *p) {
     fg_api_t *api = fg_req_app(req);
     const fg_fed_registry_t *reg = NULL;
     char why[256];

@@ -32,4 +32,11 @@ void as_request(const json_t *spec, int64_t replicas, as_request_t *out);
 json_t *as_deployment(const json_t *app, const char *project, int64_t replicas,
                       json_t *annotations);
 
+/* The tier, placement, containers and sidecars of spec (an app's or a job set's), whose JSON
+ * Pointer is ptr, into v (job sets: jobsets.c). */
+void as_validate_pod_parts(vd_t *v, const json_t *spec, const char *ptr);
+/* The pod spec of a (valid) spec's containers, each with extra_env appended (may be NULL), and
+ * the Preemptible toleration. A new reference. */
+json_t *as_pod_spec(const json_t *spec, const json_t *extra_env);
+
 #endif

@@ -17,6 +17,9 @@ IDEMPOTENT(fg_api_resume_app)
 IDEMPOTENT(fg_api_restart_app)
 IDEMPOTENT(fg_api_stop_app)
 IDEMPOTENT(fg_api_restart_pod_container)
+IDEMPOTENT(fg_api_create_jobset)
+IDEMPOTENT(fg_api_suspend_jobset)
+IDEMPOTENT(fg_api_resume_jobset)
 
 /* One macro a kind of row, so a row is one line that names what differs. */
 #define GET(p, h, perm_, rate_)                                                                    \
@@ -83,6 +86,14 @@ static const fg_route_t routes[] = {
           FG_PERM_WRITE),
     WRITE("POST", "/v1/projects/{project}/pods/{pod}:restart-container",
           fg_api_restart_pod_container_once, FG_BODY_JSON, FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/jobsets", fg_api_create_jobset_once, FG_BODY_JSON,
+          FG_PERM_WRITE),
+    WRITE("DELETE", "/v1/projects/{project}/jobsets/{jobset}", fg_api_delete_jobset, FG_BODY_NONE,
+          FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/jobsets/{jobset}:suspend", fg_api_suspend_jobset_once,
+          FG_BODY_NONE, FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/jobsets/{jobset}:resume", fg_api_resume_jobset_once,
+          FG_BODY_NONE, FG_PERM_WRITE),
 };
 
 const fg_route_t *fg_api_routes(size_t *n) {

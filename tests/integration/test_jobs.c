@@ -95,7 +95,8 @@ static void setup(void) {
     fg_log_set_level(FG_LOG_ERROR);
     ck_assert_int_eq(tr_redis_start(&redis), 0);
     ck_assert_int_eq(tj_keys_make(&keys), 0);
-    static const char *const extra[] = {"--nodes", "2", "--pod-start-ms", "0", NULL};
+    static const char *const extra[] = {"--nodes", "2", "--pod-start-ms", "0", "--job-run-ms",
+                                        "400",     NULL};
     ck_assert_int_eq(tk_start(&ks, 3, extra), 0);
     char *cfg = daemon_cfg, cl[3][512];
     static const char *const zones[] = {"zone-a", "zone-a", "zone-b"};
@@ -424,6 +425,291 @@ START_TEST(pod_delete_is_replaced_by_its_app) {
 }
 END_TEST
 
+/* ---- job sets ------------------------------------------------------------------------------ */
+
+static const char *ann(const json_t *o, const char *key) {
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(o, "metadata"), "annotations"), key));
+}
+
+/* A job set over the two env=prod clusters (c0, c2). */
+static char *jobset_body(const char *name, int completions, int parallelism, const char *command,
+                         const char *more) {
+    return fg_xasprintf(
+        "{\"name\": \"%s\", \"labels\": {\"team\": \"search\"}, \"spec\": {\"completions\": %d, "
+        "\"parallelism\": %d, \"backoffLimit\": 0%s, \"placement\": {\"clusterSelector\": "
+        "{\"matchLabels\": {\"env\": \"prod\"}}}, \"containers\": [{\"name\": \"work\", "
+        "\"image\": \"registry.example.net/shop/reindex:2\", \"command\": %s, \"resources\": "
+        "{\"requests\": {\"cpu\": \"100m\", \"memory\": \"64Mi\"}}}]}}",
+        name, completions, parallelism, more ? more : "", command);
+}
+
+static const char *phase_of(const json_t *js) {
+    return json_string_value(json_object_get(json_object_get(js, "status"), "phase"));
+}
+
+static bool has_phase(const json_t *js, const void *arg) {
+    return strcmp(phase_of(js), (const char *)arg) == 0;
+}
+
+static long pods_count(const json_t *js, const char *what) {
+    return (long)json_integer_value(
+        json_object_get(json_object_get(json_object_get(js, "status"), "pods"), what));
+}
+
+/* The Job as kubesim holds it in cluster i (a new reference, NULL when absent). */
+static json_t *ks_job(int i, const char *name) {
+    char path[192];
+    json_t *o = NULL;
+    snprintf(path, sizeof path, "/apis/batch/v1/namespaces/shop/jobs/%s", name);
+    if (tk_call(&ks, i, "GET", path, NULL, &o) == 200)
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
+static long job_spec(const json_t *job, const char *key) {
+    return (long)json_integer_value(json_object_get(json_object_get(job, "spec"), key));
+}
+
+/* The pods usage of tier OnDemand in shop as the quota sees it: a create of a job set needing
+ * 21 pods (the quota is 20) is refused with "pods would be <usage + 21>". */
+static long quota_pods_used(void) {
+    char *body = jobset_body("probe", 21, 21, "[\"true\"]", NULL);
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, body, NULL, true, &r), 409);
+    const char *at = strstr(r.body, "pods would be ");
+    ck_assert_msg(at != NULL, "%s", r.body);
+    long n = strtol(at + 14, NULL, 10);
+    th_resp_free(&r);
+    free(body);
+    return n - 21;
+}
+
+START_TEST(jobset_runs_to_succeeded_over_two_clusters) {
+    create_shop();
+    char *body = jobset_body("reindex", 12, 4, "[\"true\"]", NULL);
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, body,
+                          "X-Request-Id: create-reindex-1", true, &r),
+                     201);
+    char loc[128];
+    ck_assert_str_eq(th_header(&r, "Location", loc, sizeof loc),
+                     "/v1/projects/shop/jobsets/reindex");
+    json_t *js = body_json(&r);
+    th_resp_free(&r);
+    json_t *spec = json_object_get(js, "spec");
+    ck_assert_int_eq(json_integer_value(json_object_get(spec, "completions")), 12);
+    ck_assert_int_eq(json_integer_value(json_object_get(spec, "parallelism")), 4);
+    ck_assert_int_eq(json_array_size(json_object_get(json_object_get(js, "status"), "clusters")),
+                     2);
+    ck_assert_int_eq(json_array_size(json_object_get(js, "outcomes")), 2);
+    ck_assert_ptr_null(json_object_get(js, "labels")
+                           ? json_object_get(json_object_get(js, "labels"), "fleetgate.io/jobset")
+                           : NULL);
+    json_decref(js);
+    free(body);
+    /* One Job in each prod cluster with half the work; none in c1. */
+    static const int prod[] = {0, 2};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *job = ks_job(prod[i], "reindex");
+        ck_assert_ptr_nonnull(job);
+        ck_assert_int_eq(job_spec(job, "completions"), 6);
+        ck_assert_int_eq(job_spec(job, "parallelism"), 2);
+        ck_assert_str_eq(ann(job, "fleetgate.io/request-id"), "create-reindex-1");
+        json_decref(job);
+    }
+    ck_assert_ptr_null(ks_job(1, "reindex"));
+    /* While it runs its pods are charged to the tier (4 at once). */
+    long used = quota_pods_used();
+    json_t *now = poll_get("/v1/projects/shop/jobsets/reindex", has_phase, "Succeeded", 0);
+    if (!has_phase(now, "Succeeded")) /* (a loaded machine may have finished it already) */
+        ck_assert_int_eq(used, 4);
+    json_decref(now);
+    /* Runs to Succeeded: 12 pods succeeded, 6 in each cluster, each cluster Succeeded. */
+    json_t *done = poll_get("/v1/projects/shop/jobsets/reindex", has_phase, "Succeeded", 30000);
+    ck_assert_msg(done && has_phase(done, "Succeeded"), "not Succeeded: %s",
+                  done ? phase_of(done) : "(none)");
+    ck_assert_int_eq(pods_count(done, "succeeded"), 12);
+    ck_assert_int_eq(pods_count(done, "active"), 0);
+    size_t i;
+    json_t *cl;
+    json_array_foreach(json_object_get(json_object_get(done, "status"), "clusters"), i, cl) {
+        ck_assert_str_eq(json_string_value(json_object_get(cl, "phase")), "Succeeded");
+        ck_assert_int_eq(
+            json_integer_value(json_object_get(json_object_get(cl, "pods"), "succeeded")), 6);
+    }
+    ck_assert_ptr_nonnull(
+        json_string_value(json_object_get(json_object_get(done, "status"), "completedAt")));
+    json_decref(done);
+    /* Released when finished: usage 0, exactly. */
+    ck_assert_int_eq(quota_pods_used(), 0);
+    char text[65536];
+    ck_assert_msg(strstr(audit_text(text, sizeof text), "create Job shop/reindex in 2 clusters"),
+                  "%s", text);
+}
+END_TEST
+
+START_TEST(jobset_with_failing_pods_ends_failed_with_reason) {
+    create_shop();
+    char *body = jobset_body("broken", 4, 2, "[\"sh\", \"-c\", \"echo oops; exit 3\"]", NULL);
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+    json_t *js = poll_get("/v1/projects/shop/jobsets/broken", has_phase, "Failed", 20000);
+    ck_assert_msg(js && has_phase(js, "Failed"), "not Failed");
+    json_t *conds = json_object_get(json_object_get(js, "status"), "conditions");
+    ck_assert_int_ge(json_array_size(conds), 1);
+    json_t *c0 = json_array_get(conds, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(c0, "type")), "Failed");
+    ck_assert_str_eq(json_string_value(json_object_get(c0, "reason")), "BackoffLimitExceeded");
+    ck_assert_msg(strncmp(json_string_value(json_object_get(c0, "message")), "cluster c", 9) == 0,
+                  "%s", json_string_value(json_object_get(c0, "message")));
+    ck_assert_int_ge(pods_count(js, "failed"), 1);
+    json_decref(js);
+    /* Checked by the contract too, and the quota is free again. */
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/jobsets/broken", viewer, NULL, NULL, true, &r),
+                     200);
+    th_resp_free(&r);
+    ck_assert_int_eq(quota_pods_used(), 0);
+}
+END_TEST
+
+/* The pods kubesim holds in cluster i for Job name. */
+static long ks_job_pods(int i, const char *name) {
+    char path[256];
+    json_t *o = NULL;
+    snprintf(path, sizeof path, "/api/v1/namespaces/shop/pods?labelSelector=job-name%%3D%s", name);
+    ck_assert_int_eq(tk_call(&ks, i, "GET", path, NULL, &o), 200);
+    long n = (long)json_array_size(json_object_get(o, "items"));
+    json_decref(o);
+    return n;
+}
+
+START_TEST(jobset_suspend_stops_and_resume_restarts_pods) {
+    create_shop();
+    char *body = jobset_body("batch", 8, 2, "[\"true\"]", NULL);
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, body, NULL, true, &r), 201);
+    char etag[128], hdr[160];
+    ck_assert_ptr_nonnull(th_header(&r, "ETag", etag, sizeof etag));
+    th_resp_free(&r);
+    free(body);
+    /* The version moves with the Jobs' status (pods start and finish), as a Kubernetes
+     * object's does: the create's is stale by now. */
+    snprintf(hdr, sizeof hdr, "If-Match: %s", etag);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/jobsets/batch:suspend", dev, NULL, NULL, true, &r), 200);
+    json_t *js = body_json(&r);
+    th_resp_free(&r);
+    ck_assert(json_is_true(json_object_get(json_object_get(js, "spec"), "suspend")));
+    json_decref(js);
+    /* The create's If-Match is stale now. */
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/jobsets/batch:resume", dev, NULL, hdr, true, &r), 412);
+    th_resp_free(&r);
+    js = poll_get("/v1/projects/shop/jobsets/batch", has_phase, "Suspended", 5000);
+    ck_assert_msg(js && has_phase(js, "Suspended"), "not Suspended");
+    long succeeded = pods_count(js, "succeeded");
+    json_decref(js);
+    /* No pod is made while suspended: the pods stay as they are. */
+    sleep_ms(300);
+    long before = ks_job_pods(0, "batch") + ks_job_pods(2, "batch");
+    sleep_ms(1200);
+    ck_assert_int_eq(ks_job_pods(0, "batch") + ks_job_pods(2, "batch"), before);
+    js = poll_get("/v1/projects/shop/jobsets/batch", has_phase, "Suspended", 0);
+    ck_assert_int_eq(pods_count(js, "succeeded"), succeeded);
+    ck_assert_int_eq(pods_count(js, "active"), 0);
+    json_decref(js);
+    ck_assert_int_lt(succeeded, 8);
+    ck_assert_int_eq(quota_pods_used(), 0); /* a suspended job set holds no quota */
+    /* Resume: pods are made again until it succeeds. */
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/jobsets/batch:resume", dev, NULL, NULL, true, &r), 200);
+    th_resp_free(&r);
+    js = poll_get("/v1/projects/shop/jobsets/batch", has_phase, "Succeeded", 20000);
+    ck_assert_msg(js && has_phase(js, "Succeeded"), "not Succeeded after resume");
+    ck_assert_int_eq(pods_count(js, "succeeded"), 8);
+    json_decref(js);
+    ck_assert_int_eq(quota_pods_used(), 0);
+}
+END_TEST
+
+static long creates(void) {
+    return tk_requests(&ks, 0, "create") + tk_requests(&ks, 1, "create") +
+           tk_requests(&ks, 2, "create");
+}
+
+START_TEST(jobset_refusals_idempotency_and_delete) {
+    create_shop();
+    th_resp_t r;
+    long before = creates();
+    const char *bad =
+        "{\"name\": \"Bad_Name\", \"spec\": {\"completions\": 0, \"parallelism\": -1, "
+        "\"restartPolicy\": \"Always\", \"tier\": \"Gold\", \"containers\": [], \"colour\": 1}}";
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, bad, NULL, true, &r), 422);
+    static const char *const pointers[] = {
+        "/name",      "/spec/completions", "/spec/parallelism", "/spec/restartPolicy",
+        "/spec/tier", "/spec/containers",  "/spec/colour"};
+    for (size_t i = 0; i < sizeof pointers / sizeof pointers[0]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "\"pointer\":\"%s\"", pointers[i]);
+        ck_assert_msg(strstr(r.body, want), "%s missing: %s", pointers[i], r.body);
+    }
+    th_resp_free(&r);
+    char *body = jobset_body("once", 2, 2, "[\"sleep\", \"1\"]", NULL);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", viewer, body, NULL, true, &r), 403);
+    th_resp_free(&r);
+    ck_assert_int_eq(creates(), before);
+    /* Idempotency-Key: the retry answers the same and creates nothing more. */
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, body,
+                              "Idempotency-Key: once-1", true, &r),
+                         201);
+        th_resp_free(&r);
+    }
+    ck_assert_int_eq(creates(), before + 2);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, body, NULL, true, &r), 409);
+    th_resp_free(&r);
+    /* Quota: more pods at once than the tier holds. */
+    char *big = jobset_body("big", 30, 30, "[\"true\"]", NULL);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, big, NULL, true, &r), 409);
+    ck_assert_msg(strstr(r.body, "quota"), "%s", r.body);
+    th_resp_free(&r);
+    free(big);
+    ck_assert_int_eq(creates(), before + 2);
+    /* Delete: stale If-Match 412, viewer 403, then 204 and gone from a GET right after. */
+    ck_assert_int_eq(
+        call("DELETE", "/v1/projects/shop/jobsets/once", dev, NULL, "If-Match: \"nope\"", true, &r),
+        412);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop/jobsets/once", viewer, NULL, NULL, true, &r),
+                     403);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop/jobsets/once", dev, NULL, NULL, true, &r),
+                     204);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/jobsets/once", viewer, NULL, NULL, true, &r),
+                     404);
+    th_resp_free(&r);
+    ck_assert_ptr_null(ks_job(0, "once"));
+    ck_assert_ptr_null(ks_job(2, "once"));
+    /* Its pods go with it (background propagation). */
+    for (int i = 0; i < 100 && ks_job_pods(0, "once") + ks_job_pods(2, "once") > 0; i++)
+        sleep_ms(50);
+    ck_assert_int_eq(ks_job_pods(0, "once") + ks_job_pods(2, "once"), 0);
+    ck_assert_int_eq(quota_pods_used(), 0);
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop/jobsets/once", dev, NULL, NULL, true, &r),
+                     404);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/jobsets/once:suspend", dev, NULL, NULL, true, &r), 404);
+    th_resp_free(&r);
+    free(body);
+}
+END_TEST
+
 static Suite *jobs_suite(void) {
     Suite *s = suite_create("jobs");
     TCase *tp = tcase_create("pods");
@@ -432,6 +718,14 @@ static Suite *jobs_suite(void) {
     tcase_add_test(tp, pod_restart_container_in_place);
     tcase_add_test(tp, pod_delete_is_replaced_by_its_app);
     suite_add_tcase(s, tp);
+    TCase *tj = tcase_create("jobsets");
+    tcase_add_checked_fixture(tj, setup, teardown);
+    tcase_set_timeout(tj, 120);
+    tcase_add_test(tj, jobset_runs_to_succeeded_over_two_clusters);
+    tcase_add_test(tj, jobset_with_failing_pods_ends_failed_with_reason);
+    tcase_add_test(tj, jobset_suspend_stops_and_resume_restarts_pods);
+    tcase_add_test(tj, jobset_refusals_idempotency_and_delete);
+    suite_add_tcase(s, tj);
     return s;
 }
 

@@ -1115,12 +1115,54 @@ static bool job_finished(json_t *job) {
     return false;
 }
 
+/* A suspended Job, as the job controller has it: its active pods deleted (finished ones keep
+ * counting), status.active gone and the Suspended condition True (JobSuspended). */
+static void suspend_job(ks_cluster_t *c, json_t *job, const snap_t *pods) {
+    char ts[32], path[512];
+    json_t **mine = fg_xcalloc(pods->n + 1, sizeof(*mine));
+    size_t n = owned(pods, job, "Job", mine, pods->n);
+    for (size_t i = 0; i < n; i++) {
+        if (pod_terminal(mine[i]) || jget(mine[i], "metadata.deletionTimestamp") != NULL)
+            continue;
+        obj_path(path, sizeof(path), "/api/v1", jstr(job, "metadata.namespace"), "pods",
+                 jstr(mine[i], "metadata.name"), NULL);
+        api(c, "DELETE", path, NULL, NULL, MANAGER_CM, NULL);
+    }
+    free(mine);
+    json_t *conds = jget(job, "status.conditions");
+    bool marked = false;
+    size_t i;
+    json_t *cond;
+    json_array_foreach(conds, i, cond) {
+        marked = marked || (strcmp(jstr(cond, "type") ?: "", "Suspended") == 0 &&
+                            strcmp(jstr(cond, "status") ?: "", "True") == 0);
+    }
+    if (marked && jint(job, "status.active", 0) == 0)
+        return;
+    now_ts(c, ts, sizeof(ts));
+    json_t *status = json_deep_copy(jget(job, "status"));
+    if (!json_is_object(status)) {
+        json_decref(status);
+        status = json_object();
+    }
+    json_object_del(status, "active");
+    json_object_set_new(status, "conditions",
+                        json_pack("[{s:s, s:s, s:s, s:s, s:s, s:s}]", "type", "Suspended", "status",
+                                  "True", "lastProbeTime", ts, "lastTransitionTime", ts, "reason",
+                                  "JobSuspended", "message", "Job suspended"));
+    replace_status(c, "/apis/batch/v1", job, "jobs", status, MANAGER_CM);
+    emit_event(c, job, "Job", "batch/v1", "Normal", "Suspended", "job-controller", "Job suspended");
+}
+
 static void reconcile_job(ks_cluster_t *c, json_t *job, const snap_t *pods) {
     char ts[32], path[512], msg[400];
     /* a Job being deleted (orphan finalizer) makes no more pods, as the job controller */
-    if (job_finished(job) || json_is_true(jget(job, "spec.suspend")) ||
-        jget(job, "metadata.deletionTimestamp") != NULL)
+    if (job_finished(job) || jget(job, "metadata.deletionTimestamp") != NULL)
         return;
+    if (json_is_true(jget(job, "spec.suspend"))) {
+        suspend_job(c, job, pods);
+        return;
+    }
     json_t **mine = fg_xcalloc(pods->n + 1, sizeof(*mine));
     size_t n = owned(pods, job, "Job", mine, pods->n);
     int64_t active = 0, succeeded = 0, failed = 0;
