@@ -83,6 +83,14 @@ int fg_api_create_jobset(fg_req_t *req);
 int fg_api_delete_jobset(fg_req_t *req);
 int fg_api_suspend_jobset(fg_req_t *req);
 int fg_api_resume_jobset(fg_req_t *req);
+/* Cron job writes (src/api/cronjobs.c). */
+int fg_api_create_cronjob(fg_req_t *req);
+int fg_api_replace_cronjob(fg_req_t *req);
+int fg_api_patch_cronjob(fg_req_t *req);
+int fg_api_delete_cronjob(fg_req_t *req);
+int fg_api_suspend_cronjob(fg_req_t *req);
+int fg_api_resume_cronjob(fg_req_t *req);
+int fg_api_trigger_cronjob(fg_req_t *req);
 /* A boolean query flag: absent is false; true/false (any case), else 422. */
 bool fg_api_flag_or_reply(fg_req_t *req, const char *name, bool *out);
 

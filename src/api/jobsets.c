@@ -27,8 +27,8 @@
 /* Answers the job set as the cache shows it, with the write's placement and outcomes. When
  * the cache shows its Jobs in at least `cached` clusters, the reservation of spec's tier is
  * dropped (spec not NULL): from now on the cache counts the job set. */
-static int reply_jobset(fg_req_t *req, const char *project, const char *name, unsigned status,
-                        json_t *placement, json_t *outcomes, const json_t *spec, size_t cached) {
+int js_reply(fg_req_t *req, const char *project, const char *name, unsigned status,
+             json_t *placement, json_t *outcomes, const json_t *spec, size_t cached) {
     json_t *objs[RD_MAX_CLUSTERS];
     size_t found = 0;
     rd_ctx_t c;
@@ -58,8 +58,8 @@ static int reply_jobset(fg_req_t *req, const char *project, const char *name, un
 }
 
 /* Deletes what a failed create made, so a create is all or nothing. */
-static void roll_back(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *o, size_t n,
-                      const char *path) {
+void js_roll_back(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *o, size_t n,
+                  const char *path) {
     fg_fed_write_t del[FG_FED_MAX_CLUSTERS];
     fg_fed_outcome_t out[FG_FED_MAX_CLUSTERS];
     size_t k = 0;
@@ -71,25 +71,6 @@ static void roll_back(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outco
     if (k > 0 && fg_fed_write_all(api->fed, del, k, WR_CLUSTER_DEADLINE_MS, out) > 0)
         FG_LOG(FG_LOG_ERROR, fg_req_id(req), "create: rolling back %s failed in a cluster", path);
     fg_fed_outcomes_clear(out, k);
-}
-
-/* The shares of a placement: for each chosen cluster (in verdict order) its completions,
- * parallelism and index offset; the number of clusters. */
-static size_t shares(const json_t *spec, const fg_fed_placement_t *p, int64_t *comp, int64_t *par,
-                     int64_t *offset, const char **cluster) {
-    int64_t w[FG_FED_MAX_CLUSTERS], wsum = 0;
-    size_t n = 0;
-    for (size_t i = 0; i < p->nverdicts; i++)
-        if (p->verdicts[i].chosen && p->verdicts[i].replicas > 0) {
-            cluster[n] = p->verdicts[i].cluster->name;
-            w[n] = p->verdicts[i].replicas;
-            wsum += w[n++];
-        }
-    js_split(js_number(spec, JS_COMPLETIONS), w, n, wsum, comp);
-    js_split(js_number(spec, JS_PARALLELISM), w, n, wsum, par);
-    for (size_t i = 0; i < n; i++)
-        offset[i] = i == 0 ? 0 : offset[i - 1] + comp[i - 1];
-    return n;
 }
 
 static bool absent_or_reply(fg_req_t *req, const char *project, const char *name) {
@@ -137,7 +118,7 @@ int fg_api_create_jobset(fg_req_t *req) {
         goto out;
     int64_t comp[FG_FED_MAX_CLUSTERS], par[FG_FED_MAX_CLUSTERS], off[FG_FED_MAX_CLUSTERS];
     const char *cluster[FG_FED_MAX_CLUSTERS];
-    size_t k = shares(spec, &p, comp, par, off, cluster);
+    size_t k = js_shares(spec, &p, comp, par, off, cluster);
     snprintf(what, sizeof what, "create Job %s/%s in %zu clusters", project, name, k);
     if (!wr_audit_or_reply(req, what)) {
         quota_release(req, project, spec, qname);
@@ -160,14 +141,14 @@ int fg_api_create_jobset(fg_req_t *req) {
     snprintf(one, sizeof one, "%s/%s?propagationPolicy=Background", path, name);
     fg_api_t *api = fg_req_app(req);
     if (fg_fed_write_all(api->fed, w, n, WR_CLUSTER_DEADLINE_MS, o) > 0) {
-        roll_back(req, w, o, n, one);
+        js_roll_back(req, w, o, n, one);
         quota_release(req, project, spec, qname);
         wr_reply_failure(req, w, o, n, "; the clusters that created it deleted it again");
         goto out;
     }
     wr_wait_applied(req, w, o, n, "jobset", JOBS, project, name, false);
-    rc = reply_jobset(req, project, name, 201, json_incref(explain), fg_fed_outcomes_json(w, o, n),
-                      spec, n);
+    rc = js_reply(req, project, name, 201, json_incref(explain), fg_fed_outcomes_json(w, o, n),
+                  spec, n);
 out:
     fg_fed_outcomes_clear(o, n);
     for (size_t i = 0; i < n; i++)
@@ -299,8 +280,8 @@ static int set_suspend(fg_req_t *req, bool suspend) {
     if (!wr_fanout_or_reply(req, w, n, o))
         goto release;
     wr_wait_applied(req, w, o, n, "jobset", JOBS, j.project, j.name, false);
-    rc = reply_jobset(req, j.project, j.name, 200, NULL, fg_fed_outcomes_json(w, o, n),
-                      suspend ? NULL : spec, n);
+    rc = js_reply(req, j.project, j.name, 200, NULL, fg_fed_outcomes_json(w, o, n),
+                  suspend ? NULL : spec, n);
     goto out;
 release:
     if (!suspend)

@@ -20,6 +20,10 @@ IDEMPOTENT(fg_api_restart_pod_container)
 IDEMPOTENT(fg_api_create_jobset)
 IDEMPOTENT(fg_api_suspend_jobset)
 IDEMPOTENT(fg_api_resume_jobset)
+IDEMPOTENT(fg_api_create_cronjob)
+IDEMPOTENT(fg_api_suspend_cronjob)
+IDEMPOTENT(fg_api_resume_cronjob)
+IDEMPOTENT(fg_api_trigger_cronjob)
 
 /* One macro a kind of row, so a row is one line that names what differs. */
 #define GET(p, h, perm_, rate_)                                                                    \
@@ -93,6 +97,20 @@ static const fg_route_t routes[] = {
     WRITE("POST", "/v1/projects/{project}/jobsets/{jobset}:suspend", fg_api_suspend_jobset_once,
           FG_BODY_NONE, FG_PERM_WRITE),
     WRITE("POST", "/v1/projects/{project}/jobsets/{jobset}:resume", fg_api_resume_jobset_once,
+          FG_BODY_NONE, FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/cronjobs", fg_api_create_cronjob_once, FG_BODY_JSON,
+          FG_PERM_WRITE),
+    WRITE("PUT", "/v1/projects/{project}/cronjobs/{cronjob}", fg_api_replace_cronjob, FG_BODY_JSON,
+          FG_PERM_WRITE),
+    WRITE("PATCH", "/v1/projects/{project}/cronjobs/{cronjob}", fg_api_patch_cronjob, FG_BODY_JSON,
+          FG_PERM_WRITE),
+    WRITE("DELETE", "/v1/projects/{project}/cronjobs/{cronjob}", fg_api_delete_cronjob,
+          FG_BODY_NONE, FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/cronjobs/{cronjob}:suspend", fg_api_suspend_cronjob_once,
+          FG_BODY_NONE, FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/cronjobs/{cronjob}:resume", fg_api_resume_cronjob_once,
+          FG_BODY_NONE, FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/cronjobs/{cronjob}:trigger", fg_api_trigger_cronjob_once,
           FG_BODY_NONE, FG_PERM_WRITE),
 };
 

@@ -31,4 +31,14 @@ void quota_release(fg_req_t *req, const char *project, const json_t *spec, const
 bool js_tier_usage_or_reply(fg_req_t *req, const char *project, const char *tier, const char *skip,
                             json_t *by_name);
 
+/* Answers the job set name as the cache shows it (status: 200, or 201 with its Location), with
+ * the write's placement and outcomes (both taken); when the cache shows its Jobs in at least
+ * `cached` clusters the quota reservation of spec's tier is dropped (spec not NULL). */
+int js_reply(fg_req_t *req, const char *project, const char *name, unsigned status,
+             json_t *placement, json_t *outcomes, const json_t *spec, size_t cached);
+/* Deletes (background propagation, path names the object) what the applied writes of a failed
+ * create made, so a create is all or nothing. */
+void js_roll_back(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *o, size_t n,
+                  const char *path);
+
 #endif

@@ -290,11 +290,18 @@ json_t *rd_present_jobset(const rd_ctx_t *c, json_t *const *objs) {
     return present_jobset(c, objs);
 }
 
+static json_t *present_cronjob(const rd_ctx_t *c, json_t *const *objs);
+
+json_t *rd_present_cronjob(const rd_ctx_t *c, json_t *const *objs) {
+    return present_cronjob(c, objs);
+}
+
 /* ---- cron jobs ---------------------------------------------------------- */
 
 static json_t *present_cronjob(const rd_ctx_t *c, json_t *const *objs) {
     static const char *const policies[] = {"Allow", "Forbid", "Replace"};
     json_t *o = identity(c, objs);
+    rd_hide_managed_labels(o);
     const json_t *f = first_of(c, objs);
     const char *schedule = rd_str(f, "schedule");
     json_t *spec = json_pack("{s:s,s:b,s:{s:o}}", "schedule", schedule ? schedule : "@daily",

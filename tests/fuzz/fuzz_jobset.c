@@ -1,8 +1,10 @@
-/* Fuzz target: a job set body (the contract's JobSet) as POST .../jobsets receives it: loaded as
- * the dispatcher loads bodies, validated whole (api/jobspec.c, api/appspec.c, api/validate.c),
- * and when valid divided over one to three clusters and turned into their Jobs.
+/* Fuzz target: a job set body (the contract's JobSet) as POST .../jobsets receives it, and the
+ * same bytes as a cron job body (CronJob, POST .../cronjobs): loaded as the dispatcher loads
+ * bodies, validated whole (api/jobspec.c, api/appspec.c, api/validate.c), and when valid divided
+ * over one to three clusters and turned into their Jobs (CronJobs).
  * Properties: never crashes; validation is deterministic; the shares of completions and of
- * parallelism sum to the spec's, and each Job carries the job set's name and its share. */
+ * parallelism sum to the spec's, and each Job carries the job set's name and its share; a
+ * valid cron job's schedule passes cj_schedule_ok and its CronJob carries it. */
 #include "../../src/api/jobspec.h"
 
 #include <stdlib.h>
@@ -51,6 +53,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             abort(); /* the work is divided, none lost or added */
         json_decref(ann);
     }
+    vd_t cv;
+    vd_init(&cv);
+    cj_validate(&cv, js);
+    if (vd_ok(&cv)) {
+        const json_t *sched = json_object_get(json_object_get(js, "spec"), "schedule");
+        if (!cj_schedule_ok(json_string_value(sched)))
+            abort();
+        json_t *ann = json_object();
+        json_t *cron = cj_cronjob(js, "p", 1, 1, 0, ann);
+        if (!json_equal(json_object_get(json_object_get(cron, "spec"), "schedule"), sched))
+            abort();
+        json_decref(cron);
+        json_decref(ann);
+    }
+    vd_free(&cv);
     vd_free(&v);
     vd_free(&again);
     json_decref(js);

@@ -710,6 +710,262 @@ START_TEST(jobset_refusals_idempotency_and_delete) {
 }
 END_TEST
 
+/* ---- cron jobs ----------------------------------------------------------------------------- */
+
+static char *cron_body(const char *name, const char *schedule, const char *policy) {
+    return fg_xasprintf(
+        "{\"name\": \"%s\", \"labels\": {\"team\": \"search\"}, \"spec\": {\"schedule\": \"%s\", "
+        "\"concurrencyPolicy\": \"%s\", \"jobTemplate\": {\"completions\": 2, \"parallelism\": 2, "
+        "\"placement\": {\"clusterSelector\": {\"matchLabels\": {\"env\": \"prod\"}}}, "
+        "\"containers\": [{\"name\": \"report\", \"image\": "
+        "\"registry.example.net/shop/report:1\", "
+        "\"command\": [\"true\"], \"resources\": {\"requests\": {\"cpu\": \"100m\", \"memory\": "
+        "\"64Mi\"}}}]}}}",
+        name, schedule, policy);
+}
+
+/* The CronJob kubesim holds in cluster i (a new reference, NULL when absent). */
+static json_t *ks_cron(int i, const char *name) {
+    char path[192];
+    json_t *o = NULL;
+    snprintf(path, sizeof path, "/apis/batch/v1/namespaces/shop/cronjobs/%s", name);
+    if (tk_call(&ks, i, "GET", path, NULL, &o) == 200)
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
+static const char *ks_schedule(int i, const char *name, char *buf, size_t len) {
+    json_t *cj = ks_cron(i, name);
+    snprintf(buf, len, "%s",
+             cj ? json_string_value(json_object_get(json_object_get(cj, "spec"), "schedule"))
+                : "(none)");
+    json_decref(cj);
+    return buf;
+}
+
+static void move_clocks(int seconds) {
+    char body[64];
+    snprintf(body, sizeof body, "{\"offsetSeconds\": %d}", seconds);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tk_call(&ks, i, "POST", "/_kubesim/clock", body, NULL), 200);
+}
+
+/* The job sets cron job cron started, as the list shows them. */
+static size_t runs_of(const json_t *list, const char *cron) {
+    size_t n = 0, i;
+    json_t *js;
+    json_array_foreach(json_object_get(list, "items"), i, js) {
+        const json_t *owner = json_object_get(js, "owner");
+        n += json_is_object(owner) &&
+             strcmp(json_string_value(json_object_get(owner, "name")), cron) == 0;
+    }
+    return n;
+}
+
+/* At least *arg runs of nightly, the first one in both of its clusters. */
+static bool has_runs(const json_t *list, const void *arg) {
+    const json_t *first = json_array_get(json_object_get(list, "items"), 0);
+    return runs_of(list, "nightly") >= *(const size_t *)arg &&
+           json_array_size(json_object_get(json_object_get(first, "status"), "clusters")) == 2;
+}
+
+static bool all_runs_succeeded(const json_t *list, const void *arg) {
+    (void)arg;
+    size_t i;
+    json_t *js;
+    json_array_foreach(json_object_get(list, "items"), i, js) {
+        if (!has_phase(js, "Succeeded"))
+            return false;
+    }
+    return true;
+}
+
+START_TEST(cronjob_runs_suspends_triggers_and_changes) {
+    create_shop();
+    th_resp_t r;
+    char *body = cron_body("nightly", "* * * * *", "Allow"), buf[64], etag[128], hdr[160];
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/cronjobs", dev, body, NULL, true, &r), 201);
+    json_t *cj = body_json(&r);
+    th_resp_free(&r);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(cj, "spec"), "schedule")),
+                     "* * * * *");
+    ck_assert_int_eq(json_array_size(json_object_get(cj, "outcomes")), 2);
+    json_decref(cj);
+    free(body);
+    /* One CronJob in each prod cluster, with half the template's work. */
+    for (int i = 0; i < 3; i += 2) {
+        json_t *k = ks_cron(i, "nightly");
+        ck_assert_ptr_nonnull(k);
+        json_t *jt =
+            json_object_get(json_object_get(json_object_get(k, "spec"), "jobTemplate"), "spec");
+        ck_assert_int_eq(json_integer_value(json_object_get(jt, "completions")), 1);
+        ck_assert_int_eq(json_integer_value(json_object_get(jt, "parallelism")), 1);
+        json_decref(k);
+    }
+    ck_assert_ptr_null(ks_cron(1, "nightly"));
+    /* kubesim's clock passes a minute: the run starts in both clusters, as one job set. */
+    move_clocks(61);
+    size_t one = 1;
+    json_t *list = poll_get("/v1/projects/shop/jobsets", has_runs, &one, 10000);
+    ck_assert_msg(list && runs_of(list, "nightly") >= 1, "no scheduled run");
+    json_t *run = json_array_get(json_object_get(list, "items"), 0);
+    ck_assert_int_eq(json_array_size(json_object_get(json_object_get(run, "status"), "clusters")),
+                     2);
+    json_decref(list);
+    list = poll_get("/v1/projects/shop/jobsets", all_runs_succeeded, NULL, 10000);
+    ck_assert_msg(list && all_runs_succeeded(list, NULL), "the run did not succeed");
+    size_t scheduled = runs_of(list, "nightly");
+    json_decref(list);
+    /* Suspended, a passing minute starts nothing. */
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/cronjobs/nightly:suspend", dev, NULL, NULL, true, &r), 200);
+    cj = body_json(&r);
+    th_resp_free(&r);
+    ck_assert(json_is_true(json_object_get(json_object_get(cj, "status"), "suspended")));
+    json_decref(cj);
+    move_clocks(61 + 120);
+    sleep_ms(1500);
+    list = poll_get("/v1/projects/shop/jobsets", all_runs_succeeded, NULL, 0);
+    ck_assert_int_eq(runs_of(list, "nightly"), scheduled);
+    json_decref(list);
+    /* Trigger runs now, even suspended; twice in the same second is two runs. */
+    char names[2][96];
+    for (int t = 0; t < 2; t++) {
+        ck_assert_int_eq(
+            call("POST", "/v1/projects/shop/cronjobs/nightly:trigger", dev, NULL, NULL, true, &r),
+            201);
+        json_t *js = body_json(&r);
+        char loc[160];
+        snprintf(names[t], sizeof names[t], "%s", json_string_value(json_object_get(js, "name")));
+        snprintf(buf, sizeof buf, "/v1/projects/shop/jobsets/%s", names[t]);
+        ck_assert_str_eq(th_header(&r, "Location", loc, sizeof loc), buf);
+        th_resp_free(&r);
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(js, "owner"), "kind")),
+                         "CronJob");
+        ck_assert_int_eq(strncmp(names[t], "nightly-", 8), 0);
+        json_decref(js);
+    }
+    ck_assert_str_ne(names[0], names[1]);
+    snprintf(buf, sizeof buf, "/v1/projects/shop/jobsets/%s", names[1]);
+    json_t *done = poll_get(buf, has_phase, "Succeeded", 10000);
+    ck_assert_msg(done && has_phase(done, "Succeeded"), "the triggered run did not succeed");
+    ck_assert_int_eq(pods_count(done, "succeeded"), 2);
+    json_decref(done);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/cronjobs/nightly:resume", dev, NULL, NULL, true, &r), 200);
+    th_resp_free(&r);
+    /* Replace with If-Match: the schedule changes in every cluster; the old ETag is then stale. */
+    ck_assert_int_eq(
+        call("GET", "/v1/projects/shop/cronjobs/nightly", viewer, NULL, NULL, true, &r), 200);
+    ck_assert_ptr_nonnull(th_header(&r, "ETag", etag, sizeof etag));
+    th_resp_free(&r);
+    snprintf(hdr, sizeof hdr, "If-Match: %s", etag);
+    body = cron_body("nightly", "*/5 * * * *", "Forbid");
+    ck_assert_int_eq(call("PUT", "/v1/projects/shop/cronjobs/nightly", dev, body, hdr, true, &r),
+                     200);
+    th_resp_free(&r);
+    ck_assert_str_eq(ks_schedule(0, "nightly", buf, sizeof buf), "*/5 * * * *");
+    ck_assert_str_eq(ks_schedule(2, "nightly", buf, sizeof buf), "*/5 * * * *");
+    ck_assert_int_eq(call("PUT", "/v1/projects/shop/cronjobs/nightly", dev, body, hdr, true, &r),
+                     412);
+    th_resp_free(&r);
+    free(body);
+    /* Merge patch: only the schedule; a bad one is 422 naming it. */
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/cronjobs/nightly", dev,
+                          "{\"spec\": {\"schedule\": \"0 * * * *\"}}", NULL, true, &r),
+                     200);
+    cj = body_json(&r);
+    th_resp_free(&r);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(cj, "spec"), "concurrencyPolicy")),
+        "Forbid");
+    json_decref(cj);
+    ck_assert_str_eq(ks_schedule(0, "nightly", buf, sizeof buf), "0 * * * *");
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/cronjobs/nightly", dev,
+                          "{\"spec\": {\"schedule\": \"61 * * * *\"}}", NULL, true, &r),
+                     422);
+    ck_assert_msg(strstr(r.body, "\"pointer\":\"/spec/schedule\""), "%s", r.body);
+    th_resp_free(&r);
+    ck_assert_str_eq(ks_schedule(0, "nightly", buf, sizeof buf), "0 * * * *");
+    /* Forbid: a trigger while a run is in progress (here a run of a suspended template) is
+     * refused. */
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/cronjobs/nightly", dev,
+                          "{\"spec\": {\"jobTemplate\": {\"suspend\": true}}}", NULL, true, &r),
+                     200);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/cronjobs/nightly:trigger", dev, NULL, NULL, true, &r), 201);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/cronjobs/nightly:trigger", dev, NULL, NULL, true, &r), 409);
+    ck_assert_msg(strstr(r.body, "Forbid"), "%s", r.body);
+    th_resp_free(&r);
+    char text[65536];
+    ck_assert_msg(strstr(audit_text(text, sizeof text), "trigger CronJob shop/nightly"), "%s",
+                  text);
+    /* Delete: gone everywhere, 404 right after. */
+    ck_assert_int_eq(
+        call("DELETE", "/v1/projects/shop/cronjobs/nightly", dev, NULL, NULL, true, &r), 204);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        call("GET", "/v1/projects/shop/cronjobs/nightly", viewer, NULL, NULL, true, &r), 404);
+    th_resp_free(&r);
+    ck_assert_ptr_null(ks_cron(0, "nightly"));
+    ck_assert_ptr_null(ks_cron(2, "nightly"));
+}
+END_TEST
+
+START_TEST(cronjob_refusals) {
+    create_shop();
+    th_resp_t r;
+    long before = creates();
+    const char *bad = "{\"name\": \"a-name-that-is-far-too-long-for-a-cron-job-to-carry-x\", "
+                      "\"spec\": {\"schedule\": \"* * *\", \"concurrencyPolicy\": \"Sometimes\", "
+                      "\"timeZone\": \"Not A Zone\", \"jobTemplate\": {\"containers\": []}}}";
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/cronjobs", dev, bad, NULL, true, &r), 422);
+    static const char *const pointers[] = {"/name", "/spec/schedule", "/spec/concurrencyPolicy",
+                                           "/spec/timeZone", "/spec/jobTemplate/containers"};
+    for (size_t i = 0; i < sizeof pointers / sizeof pointers[0]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "\"pointer\":\"%s\"", pointers[i]);
+        ck_assert_msg(strstr(r.body, want), "%s missing: %s", pointers[i], r.body);
+    }
+    th_resp_free(&r);
+    char *body = cron_body("weekly", "@weekly", "Forbid");
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/cronjobs", viewer, body, NULL, true, &r), 403);
+    th_resp_free(&r);
+    ck_assert_int_eq(creates(), before);
+    for (int i = 0; i < 2; i++) { /* Idempotency-Key: created once */
+        ck_assert_int_eq(call("POST", "/v1/projects/shop/cronjobs", dev, body,
+                              "Idempotency-Key: weekly-1", true, &r),
+                         201);
+        th_resp_free(&r);
+    }
+    ck_assert_int_eq(creates(), before + 2);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/cronjobs", dev, body, NULL, true, &r), 409);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/cronjobs/weekly:trigger", viewer, NULL, NULL, true, &r),
+        403);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/cronjobs/weekly:trigger", dev, NULL,
+                          "If-Match: \"stale\"", true, &r),
+                     412);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/cronjobs/none:trigger", dev, NULL, NULL, true, &r), 404);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/cronjobs/weekly", dev,
+                          "{\"name\": \"other\"}", NULL, true, &r),
+                     422);
+    ck_assert_msg(strstr(r.body, "\"pointer\":\"/name\""), "%s", r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(creates(), before + 2);
+    free(body);
+}
+END_TEST
+
 static Suite *jobs_suite(void) {
     Suite *s = suite_create("jobs");
     TCase *tp = tcase_create("pods");
@@ -726,6 +982,12 @@ static Suite *jobs_suite(void) {
     tcase_add_test(tj, jobset_suspend_stops_and_resume_restarts_pods);
     tcase_add_test(tj, jobset_refusals_idempotency_and_delete);
     suite_add_tcase(s, tj);
+    TCase *tc = tcase_create("cronjobs");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, cronjob_runs_suspends_triggers_and_changes);
+    tcase_add_test(tc, cronjob_refusals);
+    suite_add_tcase(s, tc);
     return s;
 }
 

@@ -1334,6 +1334,15 @@ static void reconcile_cronjob(ks_cluster_t *c, json_t *cj, int64_t now) {
                             "kind", "Job", "metadata", "name", name, "labels", "kubesim.io/cronjob",
                             jstr(cj, "metadata.name"), "ownerReferences",
                             owner_ref(cj, "batch/v1", "CronJob"), "spec", spec);
+    /* the job template's labels and annotations go onto the Job, as the cronjob controller's
+     * getJobFromTemplate2 copies them */
+    json_t *jmeta = jget(job, "metadata");
+    if (json_is_object(jget(cj, "spec.jobTemplate.metadata.labels")))
+        json_object_update(json_object_get(jmeta, "labels"),
+                           jget(cj, "spec.jobTemplate.metadata.labels"));
+    if (json_is_object(jget(cj, "spec.jobTemplate.metadata.annotations")))
+        json_object_set_new(jmeta, "annotations",
+                            json_deep_copy(jget(cj, "spec.jobTemplate.metadata.annotations")));
     obj_path(path, sizeof(path), "/apis/batch/v1", jstr(cj, "metadata.namespace"), "jobs", NULL,
              NULL);
     json_t *made = NULL;
