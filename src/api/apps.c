@@ -600,6 +600,10 @@ int fg_api_scale_app(fg_req_t *req) {
     app_t a;
     if (!app_or_reply(req, &a))
         return FG_OK;
+    if (!sc_bounds_or_reply(req, a.project, a.name, replicas)) { /* its scalers' bounds */
+        rd_objs_free(a.objs, a.c.nparts);
+        return FG_OK;
+    }
     fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
     fg_fed_outcome_t live[FG_FED_MAX_CLUSTERS];
     json_t *bodies[FG_FED_MAX_CLUSTERS] = {NULL}, *spec = NULL, *proj = NULL, *explain = NULL;

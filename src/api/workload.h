@@ -41,4 +41,9 @@ int js_reply(fg_req_t *req, const char *project, const char *name, unsigned stat
 void js_roll_back(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *o, size_t n,
                   const char *path);
 
+/* A manual scale of app to replicas must be within the bounds of each scaler targeting it (its
+ * HPAs' minReplicas and maxReplicas summed over clusters, from the cache): 409 naming the scaler
+ * and its bounds otherwise (or 503). (scalers.c) */
+bool sc_bounds_or_reply(fg_req_t *req, const char *project, const char *app, int64_t replicas);
+
 #endif
