@@ -91,6 +91,11 @@ int fg_api_delete_cronjob(fg_req_t *req);
 int fg_api_suspend_cronjob(fg_req_t *req);
 int fg_api_resume_cronjob(fg_req_t *req);
 int fg_api_trigger_cronjob(fg_req_t *req);
+/* Scaler writes (src/api/scalers.c). */
+int fg_api_create_scaler(fg_req_t *req);
+int fg_api_replace_scaler(fg_req_t *req);
+int fg_api_patch_scaler(fg_req_t *req);
+int fg_api_delete_scaler(fg_req_t *req);
 /* A boolean query flag: absent is false; true/false (any case), else 422. */
 bool fg_api_flag_or_reply(fg_req_t *req, const char *name, bool *out);
 

@@ -722,6 +722,8 @@ static int replace_with(fg_req_t *req, app_t *a, const json_t *app, const json_t
         n++;
     }
     rc = apply_and_reply(req, a, w, n, explain);
+    if (!stay) /* the app moved: its scalers follow */
+        sc_follow(req, a->project, a->name);
 out:
     for (size_t i = 0; i < n; i++)
         json_decref(bodies[i]);

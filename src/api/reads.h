@@ -193,6 +193,8 @@ json_t *rd_present_app(const rd_ctx_t *c, json_t *const *objs);
 json_t *rd_present_jobset(const rd_ctx_t *c, json_t *const *objs);
 /* The API's CronJob of a cron job's cached CronJobs (workloads.c). A new reference. */
 json_t *rd_present_cronjob(const rd_ctx_t *c, json_t *const *objs);
+/* The API's Scaler of a scaler's cached HPAs (workloads.c). A new reference. */
+json_t *rd_present_scaler(const rd_ctx_t *c, json_t *const *objs);
 /* The API's Pod of a cached (simplified) pod (pods.c). A new reference. */
 json_t *rd_present_pod(const json_t *cached);
 /* The part of c whose cluster is named (NULL when none). */

@@ -24,6 +24,7 @@ IDEMPOTENT(fg_api_create_cronjob)
 IDEMPOTENT(fg_api_suspend_cronjob)
 IDEMPOTENT(fg_api_resume_cronjob)
 IDEMPOTENT(fg_api_trigger_cronjob)
+IDEMPOTENT(fg_api_create_scaler)
 
 /* One macro a kind of row, so a row is one line that names what differs. */
 #define GET(p, h, perm_, rate_)                                                                    \
@@ -112,6 +113,14 @@ static const fg_route_t routes[] = {
           FG_BODY_NONE, FG_PERM_WRITE),
     WRITE("POST", "/v1/projects/{project}/cronjobs/{cronjob}:trigger", fg_api_trigger_cronjob_once,
           FG_BODY_NONE, FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/scalers", fg_api_create_scaler_once, FG_BODY_JSON,
+          FG_PERM_WRITE),
+    WRITE("PUT", "/v1/projects/{project}/scalers/{scaler}", fg_api_replace_scaler, FG_BODY_JSON,
+          FG_PERM_WRITE),
+    WRITE("PATCH", "/v1/projects/{project}/scalers/{scaler}", fg_api_patch_scaler, FG_BODY_JSON,
+          FG_PERM_WRITE),
+    WRITE("DELETE", "/v1/projects/{project}/scalers/{scaler}", fg_api_delete_scaler, FG_BODY_NONE,
+          FG_PERM_WRITE),
 };
 
 const fg_route_t *fg_api_routes(size_t *n) {

@@ -4,7 +4,8 @@
 #ifndef FLEETGATE_API_WORKLOAD_H
 #define FLEETGATE_API_WORKLOAD_H
 
-#include "reads.h"
+#include "jobspec.h"
+#include "writes.h"
 
 #include "fleetgate/fed.h"
 
@@ -45,5 +46,11 @@ void js_roll_back(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t
  * HPAs' minReplicas and maxReplicas summed over clusters, from the cache): 409 naming the scaler
  * and its bounds otherwise (or 503). (scalers.c) */
 bool sc_bounds_or_reply(fg_req_t *req, const char *project, const char *app, int64_t replicas);
+/* Every wrong field of a Scaler body (read-only members ignored), into v. (scalers.c) */
+void sc_validate(vd_t *v, const json_t *sc);
+/* After app's Deployments moved (a placement change): every scaler fleetgate made for it puts
+ * its HPAs where the app now is (created, replaced, deleted); failures are logged, nothing is
+ * answered. (scalers.c) */
+void sc_follow(fg_req_t *req, const char *project, const char *app);
 
 #endif

@@ -291,6 +291,11 @@ json_t *rd_present_jobset(const rd_ctx_t *c, json_t *const *objs) {
 }
 
 static json_t *present_cronjob(const rd_ctx_t *c, json_t *const *objs);
+static json_t *present_scaler(const rd_ctx_t *c, json_t *const *objs);
+
+json_t *rd_present_scaler(const rd_ctx_t *c, json_t *const *objs) {
+    return present_scaler(c, objs);
+}
 
 json_t *rd_present_cronjob(const rd_ctx_t *c, json_t *const *objs) {
     return present_cronjob(c, objs);
@@ -363,6 +368,7 @@ static void cooldown(json_t *cool, const char *key, const json_t *direction) {
 
 static json_t *present_scaler(const rd_ctx_t *c, json_t *const *objs) {
     json_t *o = identity(c, objs);
+    rd_hide_managed_labels(o);
     const json_t *f = first_of(c, objs);
     int64_t minr = 0, maxr = 0, cur = 0, want = 0;
     json_t *clusters = json_array();

@@ -4,8 +4,9 @@
  * over one to three clusters and turned into their Jobs (CronJobs).
  * Properties: never crashes; validation is deterministic; the shares of completions and of
  * parallelism sum to the spec's, and each Job carries the job set's name and its share; a
- * valid cron job's schedule passes cj_schedule_ok and its CronJob carries it. */
-#include "../../src/api/jobspec.h"
+ * valid cron job's schedule passes cj_schedule_ok and its CronJob carries it; the same bytes as
+ * a Scaler body validate the same way twice. */
+#include "../../src/api/workload.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         json_decref(ann);
     }
     vd_free(&cv);
+    vd_t s1, s2;
+    vd_init(&s1);
+    vd_init(&s2);
+    sc_validate(&s1, js);
+    sc_validate(&s2, js);
+    if (s1.n != s2.n || !json_equal(s1.errors, s2.errors))
+        abort();
+    vd_free(&s1);
+    vd_free(&s2);
     vd_free(&v);
     vd_free(&again);
     json_decref(js);

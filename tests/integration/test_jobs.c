@@ -1026,6 +1026,165 @@ START_TEST(scale_outside_a_scalers_bounds_is_refused) {
 }
 END_TEST
 
+static long desired_of(const json_t *a, const void *arg) {
+    (void)arg;
+    return (long)json_integer_value(
+        json_object_get(json_object_get(json_object_get(a, "status"), "replicas"), "desired"));
+}
+
+static bool app_desired(const json_t *a, const void *arg) {
+    return desired_of(a, NULL) == *(const long *)arg;
+}
+
+/* What a metrics pipeline reports: the app's CPU at pct of its requests, in cluster i. */
+static void cpu_load(int i, int pct) {
+    char body[256];
+    snprintf(body, sizeof body,
+             "{\"status\": {\"currentMetrics\": [{\"type\": \"Resource\", \"resource\": {\"name\": "
+             "\"cpu\", \"current\": {\"averageUtilization\": %d}}}]}}",
+             pct);
+    ck_assert_int_eq(
+        tk_call(&ks, i, "PATCH",
+                "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/web/status", body,
+                NULL),
+        200);
+}
+
+static json_t *ks_hpa(int i) {
+    json_t *o = NULL;
+    if (tk_call(&ks, i, "GET", "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/web",
+                NULL, &o) == 200)
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
+START_TEST(scaler_keeps_the_app_within_bounds_and_follows_it) {
+    create_shop();
+    th_resp_t r;
+    char *body = fg_xasprintf("{\"name\": \"web\", \"spec\": {\"replicas\": 2, \"placement\": "
+                              "{\"clusterSelector\": {\"matchLabels\": {\"env\": \"prod\"}}}, "
+                              "\"containers\": %s}}",
+                              two_containers);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+    const char *scaler =
+        "{\"name\": \"web\", \"labels\": {\"team\": \"shop\"}, \"spec\": {\"app\": "
+        "\"web\", \"minReplicas\": 2, \"maxReplicas\": 6, \"targets\": "
+        "{\"cpuUtilization\": 50}, \"cooldown\": {\"scaleUpSeconds\": 0, "
+        "\"scaleDownSeconds\": 0}}}";
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/scalers", viewer, scaler, NULL, true, &r),
+                     403);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/scalers", dev, scaler, NULL, true, &r), 201);
+    json_t *sc = body_json(&r);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(sc, "spec"), "minReplicas")), 2);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(sc, "spec"), "maxReplicas")), 6);
+    json_decref(sc);
+    /* One HPA in each of the app's clusters with half the bounds; none in c1. */
+    for (int i = 0; i < 3; i += 2) {
+        json_t *h = ks_hpa(i);
+        ck_assert_ptr_nonnull(h);
+        ck_assert_int_eq(
+            json_integer_value(json_object_get(json_object_get(h, "spec"), "minReplicas")), 1);
+        ck_assert_int_eq(
+            json_integer_value(json_object_get(json_object_get(h, "spec"), "maxReplicas")), 3);
+        json_decref(h);
+    }
+    ck_assert_ptr_null(ks_hpa(1));
+    /* Load goes up: the app grows to the scaler's max over all clusters, and no further. */
+    cpu_load(0, 400);
+    cpu_load(2, 400);
+    long want = 6;
+    json_t *a = poll_get("/v1/projects/shop/apps/web", app_desired, &want, 10000);
+    ck_assert_msg(a && app_desired(a, &want), "app not at 6: %ld", a ? desired_of(a, NULL) : -1);
+    json_decref(a);
+    /* Load falls: down to the scaler's min. */
+    cpu_load(0, 5);
+    cpu_load(2, 5);
+    want = 2;
+    a = poll_get("/v1/projects/shop/apps/web", app_desired, &want, 10000);
+    ck_assert_msg(a && app_desired(a, &want), "app not at 2: %ld", a ? desired_of(a, NULL) : -1);
+    json_decref(a);
+    /* A manual scale past max is refused. */
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/apps/web:scale", dev, "{\"replicas\": 7}", NULL, true, &r),
+        409);
+    th_resp_free(&r);
+    /* Merge patch with If-Match: a new max, divided again. */
+    char etag[128], hdr[160];
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/scalers/web", viewer, NULL, NULL, true, &r),
+                     200);
+    ck_assert_ptr_nonnull(th_header(&r, "ETag", etag, sizeof etag));
+    th_resp_free(&r);
+    snprintf(hdr, sizeof hdr, "If-Match: %s", etag);
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/scalers/web", dev,
+                          "{\"spec\": {\"maxReplicas\": 8}}", hdr, true, &r),
+                     200);
+    th_resp_free(&r);
+    json_t *h = ks_hpa(2);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(h, "spec"), "maxReplicas")),
+                     4);
+    json_decref(h);
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/scalers/web", dev,
+                          "{\"spec\": {\"maxReplicas\": 9}}", "If-Match: \"stale\"", true, &r),
+                     412);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/scalers/web", dev,
+                          "{\"spec\": {\"minReplicas\": 9, \"schedules\": [{\"name\": \"x\"}]}}",
+                          NULL, true, &r),
+                     422);
+    ck_assert_msg(strstr(r.body, "\"pointer\":\"/spec/minReplicas\"") &&
+                      strstr(r.body, "\"pointer\":\"/spec/schedules\""),
+                  "%s", r.body);
+    th_resp_free(&r);
+    /* The app moves to c1 (env=dev): its scaler follows (an HPA there with all the bounds, none
+     * left behind). */
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/apps/web", dev,
+                          "{\"spec\": {\"placement\": {\"clusterSelector\": {\"matchLabels\": "
+                          "{\"env\": \"dev\"}}}}}",
+                          NULL, true, &r),
+                     200);
+    th_resp_free(&r);
+    h = ks_hpa(1);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(h, "spec"), "minReplicas")),
+                     2);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(h, "spec"), "maxReplicas")),
+                     8);
+    json_decref(h);
+    ck_assert_ptr_null(ks_hpa(0));
+    ck_assert_ptr_null(ks_hpa(2));
+    /* Refusals on create: no such app; fewer min replicas than the app's clusters. */
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/scalers", dev,
+                          "{\"name\": \"x\", \"spec\": {\"app\": \"nope\", \"minReplicas\": 1, "
+                          "\"maxReplicas\": 2, \"targets\": {\"memoryUtilization\": 80}}}",
+                          NULL, true, &r),
+                     422);
+    ck_assert_msg(strstr(r.body, "\"pointer\":\"/spec/app\""), "%s", r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/scalers", dev,
+                          "{\"name\": \"x\", \"spec\": {\"app\": \"web\", \"minReplicas\": 3, "
+                          "\"maxReplicas\": 2, \"targets\": {}}}",
+                          NULL, true, &r),
+                     422);
+    ck_assert_msg(strstr(r.body, "\"pointer\":\"/spec/targets\""), "%s", r.body);
+    th_resp_free(&r);
+    /* Delete: the HPAs go. */
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop/scalers/web", dev, NULL, NULL, true, &r),
+                     204);
+    th_resp_free(&r);
+    ck_assert_ptr_null(ks_hpa(1));
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/scalers/web", viewer, NULL, NULL, true, &r),
+                     404);
+    th_resp_free(&r);
+}
+END_TEST
+
 static Suite *jobs_suite(void) {
     Suite *s = suite_create("jobs");
     TCase *tp = tcase_create("pods");
@@ -1052,6 +1211,7 @@ static Suite *jobs_suite(void) {
     tcase_add_checked_fixture(ts, setup, teardown);
     tcase_set_timeout(ts, 120);
     tcase_add_test(ts, scale_outside_a_scalers_bounds_is_refused);
+    tcase_add_test(ts, scaler_keeps_the_app_within_bounds_and_follows_it);
     suite_add_tcase(s, ts);
     return s;
 }

@@ -2,6 +2,7 @@
  * (ks_ctrl_tick) the way kube-controller-manager, kube-scheduler and the kubelets would:
  *
  *   CronJob -> Job on schedule (not when suspended)      Deployment -> ReplicaSet (rolling, paused)
+ *   HorizontalPodAutoscaler -> Deployment replicas (utilization read from the HPA's status)
  *   Job -> Pods to completion / failure (parallelism)    ReplicaSet -> Pods (scale up / down)
  *   scheduler: Pending pods onto nodes with free cpu/memory/pods, FailedScheduling otherwise
  *   kubelet: Pending -> Running -> Succeeded | Failed, IPs, container statuses, restarts, node
@@ -1366,6 +1367,86 @@ static void reconcile_cronjob(ks_cluster_t *c, json_t *cj, int64_t now) {
     json_decref(made);
 }
 
+/* ---- HorizontalPodAutoscalers ------------------------------------------------------ */
+
+/* The averageUtilization of resource `name` in an HPA's metric list (path: "resource.target"
+ * for spec.metrics, "resource.current" for status.currentMetrics), or -1. */
+static int64_t hpa_utilization(json_t *list, const char *name, const char *path) {
+    size_t i;
+    json_t *m;
+    json_array_foreach(list, i, m) {
+        if (strcmp(jstr(m, "type") ?: "", "Resource") == 0 &&
+            strcmp(jstr(m, "resource.name") ?: "", name) == 0)
+            return jint(jget(m, path), "averageUtilization", -1);
+    }
+    return -1;
+}
+
+/* HorizontalPodAutoscaler -> its Deployment's replicas, as the HPA controller does with what the
+ * metrics pipeline reports. kubesim measures nothing, so the utilization of each resource
+ * metric is read from the HPA's own status.currentMetrics, which a test writes through /status
+ * as the pipeline would feed the controller. desired = ceil(replicas x utilization / target),
+ * the largest over the metrics, within minReplicas..maxReplicas; a scale waits for its
+ * direction's behavior.*.stabilizationWindowSeconds (down 300, up 0 by default) since the last
+ * one. Status: currentReplicas, desiredReplicas, lastScaleTime; event SuccessfulRescale. */
+static void reconcile_hpa(ks_cluster_t *c, json_t *hpa, const snap_t *deps, int64_t now) {
+    const char *kind = jstr(hpa, "spec.scaleTargetRef.kind"),
+               *target = jstr(hpa, "spec.scaleTargetRef.name"),
+               *ns = jstr(hpa, "metadata.namespace");
+    if (kind == NULL || strcmp(kind, "Deployment") != 0 || target == NULL || ns == NULL)
+        return;
+    json_t *dep = NULL;
+    for (size_t i = 0; i < deps->n && dep == NULL; i++)
+        if (strcmp(jstr(deps->json[i], "metadata.name") ?: "", target) == 0 &&
+            strcmp(jstr(deps->json[i], "metadata.namespace") ?: "", ns) == 0)
+            dep = deps->json[i];
+    if (dep == NULL || jget(dep, "metadata.deletionTimestamp") != NULL)
+        return;
+    int64_t cur = jint(dep, "spec.replicas", 1), minr = jint(hpa, "spec.minReplicas", 1),
+            maxr = jint(hpa, "spec.maxReplicas", 1), desired = -1;
+    size_t i;
+    json_t *m;
+    json_array_foreach(jget(hpa, "spec.metrics"), i, m) {
+        const char *name = jstr(m, "resource.name");
+        int64_t want = name ? jint(jget(m, "resource.target"), "averageUtilization", -1) : -1;
+        int64_t at =
+            name ? hpa_utilization(jget(hpa, "status.currentMetrics"), name, "resource.current")
+                 : -1;
+        if (want <= 0 || at < 0)
+            continue;
+        int64_t base = cur > 0 ? cur : 1, d = (base * at + want - 1) / want;
+        desired = d > desired ? d : desired;
+    }
+    if (desired < 0)
+        desired = cur;
+    desired = desired < minr ? minr : desired > maxr ? maxr : desired;
+    int64_t last = parse_ts(jstr(hpa, "status.lastScaleTime"));
+    int64_t window = desired < cur
+                         ? jint(hpa, "spec.behavior.scaleDown.stabilizationWindowSeconds", 300)
+                         : jint(hpa, "spec.behavior.scaleUp.stabilizationWindowSeconds", 0);
+    char ts[32], msg[200];
+    json_t *st =
+        json_pack("{s:I,s:I}", "currentReplicas", (json_int_t)jint(dep, "status.replicas", 0),
+                  "desiredReplicas", (json_int_t)desired);
+    if (desired != cur && (last < 0 || now - last >= window * 1000)) {
+        merge_patch(c, "/apis/apps/v1", dep, "deployments", NULL,
+                    json_pack("{s:{s:I}}", "spec", "replicas", (json_int_t)desired), MANAGER_CM);
+        now_ts(c, ts, sizeof(ts));
+        json_object_set_new(st, "lastScaleTime", json_string(ts));
+        snprintf(msg, sizeof(msg), "New size: %lld; reason: %s", (long long)desired,
+                 desired > cur ? "cpu resource utilization (percentage of request) above target"
+                               : "All metrics below target");
+        emit_event(c, hpa, "HorizontalPodAutoscaler", "autoscaling/v2", "Normal",
+                   "SuccessfulRescale", "horizontal-pod-autoscaler", msg);
+    } else if (jint(hpa, "status.desiredReplicas", -1) == desired &&
+               jint(hpa, "status.currentReplicas", -1) == jint(dep, "status.replicas", 0)) {
+        json_decref(st);
+        return; /* nothing new to say */
+    }
+    merge_patch(c, "/apis/autoscaling/v2", hpa, "horizontalpodautoscalers", "status",
+                json_pack("{s:o}", "status", st), MANAGER_CM);
+}
+
 /* ---- the pass ---------------------------------------------------------------- */
 
 /* Events older than the TTL go, as the API server expires them. */
@@ -1393,6 +1474,15 @@ void ks_ctrl_tick(ks_cluster_t *c) {
     for (size_t i = 0; i < cjs.n; i++)
         reconcile_cronjob(c, cjs.json[i], now);
     snap(c, "Deployment", &deps);
+    snap_t hpas;
+    snap(c, "HorizontalPodAutoscaler", &hpas);
+    for (size_t i = 0; i < hpas.n; i++)
+        reconcile_hpa(c, hpas.json[i], &deps, now);
+    snap_free(&hpas);
+    if (hpas.n > 0) { /* the Deployments as the scaling left them */
+        snap_free(&deps);
+        snap(c, "Deployment", &deps);
+    }
     snap(c, "ReplicaSet", &rss);
     for (size_t i = 0; i < deps.n; i++)
         reconcile_deployment(c, deps.json[i], &rss);
