@@ -82,6 +82,27 @@ int fg_api_get_app_logs(fg_req_t *req);
 /* The one cluster pod is in (after ?cluster=) into cluster: 404 when none, 409 when several. */
 bool fg_api_pod_cluster_or_reply(fg_req_t *req, const char *project, const char *pod, char *cluster,
                                  size_t len);
+/* Pod writes (src/api/pods_write.c). */
+int fg_api_delete_pod(fg_req_t *req);
+int fg_api_restart_pod_container(fg_req_t *req);
+/* Job set writes (src/api/jobsets.c). */
+int fg_api_create_jobset(fg_req_t *req);
+int fg_api_delete_jobset(fg_req_t *req);
+int fg_api_suspend_jobset(fg_req_t *req);
+int fg_api_resume_jobset(fg_req_t *req);
+/* Cron job writes (src/api/cronjobs.c). */
+int fg_api_create_cronjob(fg_req_t *req);
+int fg_api_replace_cronjob(fg_req_t *req);
+int fg_api_patch_cronjob(fg_req_t *req);
+int fg_api_delete_cronjob(fg_req_t *req);
+int fg_api_suspend_cronjob(fg_req_t *req);
+int fg_api_resume_cronjob(fg_req_t *req);
+int fg_api_trigger_cronjob(fg_req_t *req);
+/* Scaler writes (src/api/scalers.c). */
+int fg_api_create_scaler(fg_req_t *req);
+int fg_api_replace_scaler(fg_req_t *req);
+int fg_api_patch_scaler(fg_req_t *req);
+int fg_api_delete_scaler(fg_req_t *req);
 /* A boolean query flag: absent is false; true/false (any case), else 422. */
 bool fg_api_flag_or_reply(fg_req_t *req, const char *name, bool *out);
 

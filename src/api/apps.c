@@ -10,6 +10,7 @@
  * names the failing cluster.
  */
 #include "appspec.h"
+#include "workload.h"
 #include "writes.h"
 
 #include "fleetgate/kube.h"
@@ -30,7 +31,7 @@ static const fg_config_t *cfg_of(fg_req_t *req) {
 /* ---- reading what is there ------------------------------------------------------------- */
 
 /* The project as presented (a new reference), or NULL when it replied 404 / 503. */
-static json_t *project_or_reply(fg_req_t *req, const char *project) {
+json_t *project_or_reply(fg_req_t *req, const char *project) {
     json_t *objs[RD_MAX_CLUSTERS];
     size_t found;
     rd_ctx_t c;
@@ -103,6 +104,10 @@ static bool tier_usage_or_reply(fg_req_t *req, const char *project, const char *
             json_decref(a);
         }
     }
+    if (!js_tier_usage_or_reply(req, project, tier, app, by_name)) { /* running job sets */
+        json_decref(by_name);
+        return false;
+    }
     *nuses = 0;
     *uses = fg_xcalloc(json_object_size(by_name) + 1, sizeof **uses);
     const char *name;
@@ -121,8 +126,8 @@ static bool tier_usage_or_reply(fg_req_t *req, const char *project, const char *
  * the tier must have a quota in the project, and this app's replicas plus every other app of the
  * tier (in the cache, or reserved by a write in flight) must fit. keep false: check only (a dry
  * run). 409 quota-exceeded naming tier, resource, would-be usage and quota. */
-static bool quota_or_reply(fg_req_t *req, const json_t *project, const json_t *spec,
-                           const char *app, int64_t replicas, bool keep) {
+bool quota_or_reply(fg_req_t *req, const json_t *project, const json_t *spec, const char *app,
+                    int64_t replicas, bool keep) {
     const char *tier = as_tier(spec), *name = json_string_value(json_object_get(project, "name"));
     const json_t *lim =
         json_object_get(json_object_get(json_object_get(project, "quotas"), tier), "limits");
@@ -174,7 +179,7 @@ static bool quota_or_reply(fg_req_t *req, const json_t *project, const json_t *s
     return ok;
 }
 
-static void quota_release(fg_req_t *req, const char *project, const json_t *spec, const char *app) {
+void quota_release(fg_req_t *req, const char *project, const json_t *spec, const char *app) {
     fg_api_t *api = fg_req_app(req);
     fg_cache_quota_release(api->redis, project, as_tier(spec), app);
 }
@@ -184,8 +189,8 @@ static void quota_release(fg_req_t *req, const char *project, const json_t *spec
  * explanation, 503). p's verdicts point into cl, the caller's table of FG_FED_MAX_CLUSTERS
  * (names and zones into the configuration), so cl must live as long as p is read; the nodes
  * in it are not to be read after (their registry snapshot is released). */
-static bool place_or_reply(fg_req_t *req, const json_t *spec, int64_t replicas, const bool *only,
-                           fg_fed_cluster_t *cl, fg_fed_placement_t *p) {
+bool place_or_reply(fg_req_t *req, const json_t *spec, int64_t replicas, const bool *only,
+                    fg_fed_cluster_t *cl, fg_fed_placement_t *p) {
     fg_api_t *api = fg_req_app(req);
     const fg_fed_registry_t *reg = NULL;
     char why[256];
@@ -624,6 +629,10 @@ int fg_api_scale_app(fg_req_t *req) {
     app_t a;
     if (!app_or_reply(req, &a))
         return FG_OK;
+    if (!sc_bounds_or_reply(req, a.project, a.name, replicas)) { /* its scalers' bounds */
+        rd_objs_free(a.objs, a.c.nparts);
+        return FG_OK;
+    }
     fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
     fg_fed_outcome_t live[FG_FED_MAX_CLUSTERS];
     json_t *bodies[FG_FED_MAX_CLUSTERS] = {NULL}, *spec = NULL, *proj = NULL, *explain = NULL,
@@ -752,6 +761,8 @@ static int replace_with(fg_req_t *req, app_t *a, const json_t *app, const json_t
         n++;
     }
     rc = apply_and_reply(req, a, w, n, explain);
+    if (!stay) /* the app moved: its scalers follow */
+        sc_follow(req, a->project, a->name);
 out:
     for (size_t i = 0; i < n; i++)
         json_decref(bodies[i]);

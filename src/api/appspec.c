@@ -539,3 +539,57 @@ json_t *as_sidecar_containers(const json_t *spec, const fg_config_t *cfg) {
     }
     return out;
 }
+
+/* ---- the parts of a pod a job set shares with an app -------------------------------- */
+
+void as_validate_pod_parts(vd_t *v, const json_t *spec, const char *ptr) {
+    char p[VD_PTR_MAX], q[VD_PTR_MAX], base[VD_PTR_MAX];
+    vd_enum(v, json_object_get(spec, "tier"), vd_ptr(p, ptr, "tier"), tiers);
+    validate_placement(v, json_object_get(spec, "placement"), vd_ptr(p, ptr, "placement"));
+    const json_t *cs = json_object_get(spec, "containers");
+    vd_ptr(base, ptr, "containers");
+    if (cs && (!json_is_array(cs) || json_array_size(cs) < 1 || json_array_size(cs) > 16))
+        vd_add(v, base, "must be an array of 1 to 16 containers");
+    for (size_t i = 0; json_is_array(cs) && i < json_array_size(cs); i++) {
+        vd_ptr_i(p, base, i);
+        validate_container(v, json_array_get(cs, i), p);
+        for (size_t j = 0; j < i; j++)
+            if (json_equal(json_object_get(json_array_get(cs, j), "name"),
+                           json_object_get(json_array_get(cs, i), "name")))
+                vd_add(v, vd_ptr(q, p, "name"), "is the name of another container");
+    }
+    /* Job sets do not take managed sidecars yet (apps do: as_validate_sidecars): every name is
+     * refused rather than silently dropped. */
+    const json_t *sc = json_object_get(spec, "sidecars");
+    vd_ptr(base, ptr, "sidecars");
+    if (sc && (!json_is_array(sc) || json_array_size(sc) > 8))
+        vd_add(v, base, "must be an array of at most 8 names");
+    for (size_t i = 0; json_is_array(sc) && i < json_array_size(sc); i++)
+        if (vd_dns_label(v, json_array_get(sc, i), vd_ptr_i(p, base, i), 63))
+            vd_add(v, p, "no managed sidecar %s in the platform's catalogue",
+                   json_string_value(json_array_get(sc, i)));
+}
+
+json_t *as_pod_spec(const json_t *spec, const json_t *extra_env) {
+    json_t *containers = json_array();
+    const json_t *c;
+    size_t i;
+    json_array_foreach(json_object_get(spec, "containers"), i, c) {
+        json_t *k = k8s_container(c);
+        if (extra_env) {
+            json_t *env = json_object_get(k, "env");
+            if (env == NULL) {
+                env = json_array();
+                json_object_set_new(k, "env", env);
+            }
+            json_array_extend(env, (json_t *)extra_env); /* read, not changed */
+        }
+        json_array_append_new(containers, k);
+    }
+    json_t *pod = json_pack("{s:o}", "containers", containers);
+    if (strcmp(as_tier(spec), "Preemptible") == 0)
+        json_object_set_new(pod, "tolerations",
+                            json_pack("[{s:s,s:s,s:s}]", "key", "fleetgate.io/preemptible",
+                                      "operator", "Exists", "effect", "NoSchedule"));
+    return pod;
+}

@@ -58,4 +58,11 @@ void as_mark(json_t *metadata, const json_t *shards, const char *cluster);
 /* The fleetgate.io/write label of a spec (its annotation text) and shards. */
 void as_write_hash(const char *spec_text, const json_t *shards, char out[17]);
 
+/* The tier, placement, containers and sidecars of spec (an app's or a job set's), whose JSON
+ * Pointer is ptr, into v (job sets: jobsets.c). */
+void as_validate_pod_parts(vd_t *v, const json_t *spec, const char *ptr);
+/* The pod spec of a (valid) spec's containers, each with extra_env appended (may be NULL), and
+ * the Preemptible toleration. A new reference. */
+json_t *as_pod_spec(const json_t *spec, const json_t *extra_env);
+
 #endif

@@ -189,6 +189,14 @@ json_t *rd_present_project(const rd_ctx_t *c, json_t *const *objs);
 void rd_hide_managed_labels(json_t *o);
 /* An app as the API shows it, from its Deployments (the same convention; workloads.c). */
 json_t *rd_present_app(const rd_ctx_t *c, json_t *const *objs);
+/* The API's JobSet of a job set's cached Jobs (workloads.c). A new reference. */
+json_t *rd_present_jobset(const rd_ctx_t *c, json_t *const *objs);
+/* The API's CronJob of a cron job's cached CronJobs (workloads.c). A new reference. */
+json_t *rd_present_cronjob(const rd_ctx_t *c, json_t *const *objs);
+/* The API's Scaler of a scaler's cached HPAs (workloads.c). A new reference. */
+json_t *rd_present_scaler(const rd_ctx_t *c, json_t *const *objs);
+/* The API's Pod of a cached (simplified) pod (pods.c). A new reference. */
+json_t *rd_present_pod(const json_t *cached);
 /* The part of c whose cluster is named (NULL when none). */
 const rd_part_t *rd_part(const rd_ctx_t *c, const char *cluster);
 

@@ -16,6 +16,15 @@ IDEMPOTENT(fg_api_pause_app)
 IDEMPOTENT(fg_api_resume_app)
 IDEMPOTENT(fg_api_restart_app)
 IDEMPOTENT(fg_api_stop_app)
+IDEMPOTENT(fg_api_restart_pod_container)
+IDEMPOTENT(fg_api_create_jobset)
+IDEMPOTENT(fg_api_suspend_jobset)
+IDEMPOTENT(fg_api_resume_jobset)
+IDEMPOTENT(fg_api_create_cronjob)
+IDEMPOTENT(fg_api_suspend_cronjob)
+IDEMPOTENT(fg_api_resume_cronjob)
+IDEMPOTENT(fg_api_trigger_cronjob)
+IDEMPOTENT(fg_api_create_scaler)
 
 /* One macro a kind of row, so a row is one line that names what differs. */
 #define GET(p, h, perm_, rate_)                                                                    \
@@ -78,6 +87,40 @@ static const fg_route_t routes[] = {
     READ("/v1/projects/{project}/scalers/{scaler}", fg_api_get_scaler),
     ANY_READ("/v1/clusters", fg_api_list_clusters, FG_RATE_LIST),
     ANY_READ("/v1/clusters/{cluster}", fg_api_get_cluster, FG_RATE_READ),
+    WRITE("DELETE", "/v1/projects/{project}/pods/{pod}", fg_api_delete_pod, FG_BODY_NONE,
+          FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/pods/{pod}:restart-container",
+          fg_api_restart_pod_container_once, FG_BODY_JSON, FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/jobsets", fg_api_create_jobset_once, FG_BODY_JSON,
+          FG_PERM_WRITE),
+    WRITE("DELETE", "/v1/projects/{project}/jobsets/{jobset}", fg_api_delete_jobset, FG_BODY_NONE,
+          FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/jobsets/{jobset}:suspend", fg_api_suspend_jobset_once,
+          FG_BODY_NONE, FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/jobsets/{jobset}:resume", fg_api_resume_jobset_once,
+          FG_BODY_NONE, FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/cronjobs", fg_api_create_cronjob_once, FG_BODY_JSON,
+          FG_PERM_WRITE),
+    WRITE("PUT", "/v1/projects/{project}/cronjobs/{cronjob}", fg_api_replace_cronjob, FG_BODY_JSON,
+          FG_PERM_WRITE),
+    WRITE("PATCH", "/v1/projects/{project}/cronjobs/{cronjob}", fg_api_patch_cronjob, FG_BODY_JSON,
+          FG_PERM_WRITE),
+    WRITE("DELETE", "/v1/projects/{project}/cronjobs/{cronjob}", fg_api_delete_cronjob,
+          FG_BODY_NONE, FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/cronjobs/{cronjob}:suspend", fg_api_suspend_cronjob_once,
+          FG_BODY_NONE, FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/cronjobs/{cronjob}:resume", fg_api_resume_cronjob_once,
+          FG_BODY_NONE, FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/cronjobs/{cronjob}:trigger", fg_api_trigger_cronjob_once,
+          FG_BODY_NONE, FG_PERM_WRITE),
+    WRITE("POST", "/v1/projects/{project}/scalers", fg_api_create_scaler_once, FG_BODY_JSON,
+          FG_PERM_WRITE),
+    WRITE("PUT", "/v1/projects/{project}/scalers/{scaler}", fg_api_replace_scaler, FG_BODY_JSON,
+          FG_PERM_WRITE),
+    WRITE("PATCH", "/v1/projects/{project}/scalers/{scaler}", fg_api_patch_scaler, FG_BODY_JSON,
+          FG_PERM_WRITE),
+    WRITE("DELETE", "/v1/projects/{project}/scalers/{scaler}", fg_api_delete_scaler, FG_BODY_NONE,
+          FG_PERM_WRITE),
 };
 
 const fg_route_t *fg_api_routes(size_t *n) {

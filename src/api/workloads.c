@@ -196,8 +196,36 @@ static json_t *job_counts(int64_t active, int64_t succeeded, int64_t failed) {
                      (json_int_t)succeeded, "failed", (json_int_t)failed);
 }
 
+/* Why the job set failed: one Failed condition a failed cluster's Job, its reason and its
+ * message prefixed with the cluster. */
+static json_t *failed_shards(const rd_ctx_t *c, json_t *const *objs) {
+    json_t *out = json_array();
+    for (size_t i = 0; i < c->nparts; i++) {
+        if (objs[i] == NULL || strcmp(job_phase(objs[i]), "Failed") != 0)
+            continue;
+        const json_t *cond = NULL, *k;
+        size_t j;
+        json_array_foreach(json_object_get(objs[i], "conditions"), j, k) {
+            const char *t = rd_str(k, "type");
+            if (t && (strcmp(t, "Failed") == 0 || strcmp(t, "FailureTarget") == 0))
+                cond = k;
+        }
+        const char *reason = rd_str(cond, "reason"), *msg = rd_str(cond, "message");
+        char text[1024];
+        snprintf(text, sizeof text, "cluster %s: %.900s", c->parts[i].conf->name,
+                 msg ? msg : "its Job failed");
+        json_t *o = json_pack("{s:s,s:s,s:s}", "type", "Failed", "status", "True", "message", text);
+        if (reason)
+            json_object_set_new(o, "reason", rd_string_cut(reason, 128));
+        rd_copy(o, "lastTransitionAt", cond, "since");
+        json_array_append_new(out, o);
+    }
+    return out;
+}
+
 static json_t *present_jobset(const rd_ctx_t *c, json_t *const *objs) {
     json_t *o = identity(c, objs);
+    rd_hide_managed_labels(o);
     const json_t *f = first_of(c, objs);
     const char *cron = rd_str(f, "cronjob");
     json_object_set_new(
@@ -245,13 +273,32 @@ static json_t *present_jobset(const rd_ctx_t *c, json_t *const *objs) {
         rd_copy(spec, "activeDeadlineSeconds", f, "activeDeadlineSeconds");
     json_object_set_new(o, "spec", spec);
     bool finished = strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0;
-    json_object_set_new(
-        o, "status",
-        json_pack("{s:s,s:o,s:o,s:o,s:o}", "phase", phase, "pods", job_counts(act, ok, bad),
-                  "startedAt", time_over(c, objs, "startTime", false), "completedAt",
-                  finished ? time_over(c, objs, "completionTime", true) : json_null(), "clusters",
-                  clusters));
+    json_t *status = json_pack(
+        "{s:s,s:o,s:o,s:o,s:o}", "phase", phase, "pods", job_counts(act, ok, bad), "startedAt",
+        time_over(c, objs, "startTime", false), "completedAt",
+        finished ? time_over(c, objs, "completionTime", true) : json_null(), "clusters", clusters);
+    json_t *failures = failed_shards(c, objs);
+    if (json_array_size(failures))
+        json_object_set_new(status, "conditions", failures);
+    else
+        json_decref(failures);
+    json_object_set_new(o, "status", status);
     return o;
+}
+
+json_t *rd_present_jobset(const rd_ctx_t *c, json_t *const *objs) {
+    return present_jobset(c, objs);
+}
+
+static json_t *present_cronjob(const rd_ctx_t *c, json_t *const *objs);
+static json_t *present_scaler(const rd_ctx_t *c, json_t *const *objs);
+
+json_t *rd_present_scaler(const rd_ctx_t *c, json_t *const *objs) {
+    return present_scaler(c, objs);
+}
+
+json_t *rd_present_cronjob(const rd_ctx_t *c, json_t *const *objs) {
+    return present_cronjob(c, objs);
 }
 
 /* ---- cron jobs ---------------------------------------------------------- */
@@ -259,6 +306,7 @@ static json_t *present_jobset(const rd_ctx_t *c, json_t *const *objs) {
 static json_t *present_cronjob(const rd_ctx_t *c, json_t *const *objs) {
     static const char *const policies[] = {"Allow", "Forbid", "Replace"};
     json_t *o = identity(c, objs);
+    rd_hide_managed_labels(o);
     const json_t *f = first_of(c, objs);
     const char *schedule = rd_str(f, "schedule");
     json_t *spec = json_pack("{s:s,s:b,s:{s:o}}", "schedule", schedule ? schedule : "@daily",
@@ -320,6 +368,7 @@ static void cooldown(json_t *cool, const char *key, const json_t *direction) {
 
 static json_t *present_scaler(const rd_ctx_t *c, json_t *const *objs) {
     json_t *o = identity(c, objs);
+    rd_hide_managed_labels(o);
     const json_t *f = first_of(c, objs);
     int64_t minr = 0, maxr = 0, cur = 0, want = 0;
     json_t *clusters = json_array();

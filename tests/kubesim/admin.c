@@ -214,6 +214,21 @@ static void cut_watches_post(ks_cluster_t *c, const ks_req_t *req, ks_resp_t *ou
     ok_reply(out);
 }
 
+/* POST /_kubesim/clock {"offsetSeconds": N}: the controllers' clock runs N s ahead of the wall
+ * clock from now on (tests move time: cron schedules, run times). */
+static void clock_post(ks_cluster_t *c, const ks_req_t *req, ks_resp_t *out) {
+    json_t *b = NULL;
+    int64_t off = 0;
+    if (body_or_reply(req, &b, out) != FG_OK)
+        return;
+    if (int_field_or_reply(b, "offsetSeconds", -31536000, 31536000, &off, out) == FG_OK) {
+        __atomic_store_n(&c->clock_offset_s, off, __ATOMIC_RELAXED);
+        ks_json_reply(out, 200,
+                      json_pack("{s:s, s:I}", "status", "ok", "offsetSeconds", (json_int_t)off));
+    }
+    json_decref(b);
+}
+
 static void compact_post(ks_cluster_t *c, const ks_req_t *req, ks_resp_t *out) {
     char rv[24];
     (void)req;
@@ -786,6 +801,7 @@ static const struct {
     {"POST", "/_kubesim/faults", faults_set},
     {"POST", "/_kubesim/cut-watches", cut_watches_post},
     {"POST", "/_kubesim/compact", compact_post},
+    {"POST", "/_kubesim/clock", clock_post},
     {"POST", "/_kubesim/seed", seed_post},
     {"POST", "/_kubesim/churn", churn_post},
 };

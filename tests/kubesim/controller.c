@@ -2,6 +2,7 @@
  * (ks_ctrl_tick) the way kube-controller-manager, kube-scheduler and the kubelets would:
  *
  *   CronJob -> Job on schedule (not when suspended)      Deployment -> ReplicaSet (rolling, paused)
+ *   HorizontalPodAutoscaler -> Deployment replicas (utilization read from the HPA's status)
  *   Job -> Pods to completion / failure (parallelism)    ReplicaSet -> Pods (scale up / down)
  *   scheduler: Pending pods onto nodes with free cpu/memory/pods, FailedScheduling otherwise
  *   kubelet: Pending -> Running -> Succeeded | Failed, IPs, container statuses, restarts, node
@@ -465,22 +466,45 @@ static int64_t transition_ms(json_t *p, const char *type) {
     return -1;
 }
 
+/* The imageID a runtime reports for image: its repository and the digest it runs, the one in
+ * the reference when it is pinned ("x:1@sha256:..."), else one derived from the reference, so
+ * that the same image keeps one digest however it is spelled (pinned or not). */
+static void image_id(const char *image, char *out, size_t len) {
+    const char *at = strchr(image, '@');
+    size_t n = at ? (size_t)(at - image) : strlen(image);
+    const char *slash = memrchr(image, '/', n),
+               *colon = memchr(slash ? slash : image, ':',
+                               n - (size_t)((slash ? slash : image) - image));
+    size_t repo = colon ? (size_t)(colon - image) : n;
+    if (at) {
+        snprintf(out, len, "docker.io/library/%.*s%s", (int)repo, image, at);
+        return;
+    }
+    uint64_t h[4];
+    for (uint64_t k = 0; k < 4; k++)
+        h[k] = fg_hash64(image, n, k + 7);
+    snprintf(out, len, "docker.io/library/%.*s@sha256:%016llx%016llx%016llx%016llx", (int)repo,
+             image, (unsigned long long)h[0], (unsigned long long)h[1], (unsigned long long)h[2],
+             (unsigned long long)h[3]);
+}
+
 static json_t *container_statuses(json_t *p, const char *state, json_t *state_body, int restarts,
                                   json_t *last_state, bool ready) {
     json_t *out = json_array();
     size_t i;
     json_t *ctr;
     json_array_foreach(jget(p, "spec.containers"), i, ctr) {
-        char cid[96];
+        char cid[96], iid[512];
         snprintf(cid, sizeof(cid), "containerd://%.36s%02zu%d", jstr(p, "metadata.uid") ?: "", i,
                  restarts);
+        image_id(json_string_value(json_object_get(ctr, "image")) ?: "", iid, sizeof(iid));
         json_array_append_new(
-            out, json_pack("{s:s, s:{s:O}, s:O, s:b, s:i, s:s, s:s, s:s, s:b}", "name",
-                           json_string_value(json_object_get(ctr, "name")), "state", state,
-                           state_body, "lastState", last_state, "ready", ready, "restartCount",
-                           restarts, "image", json_string_value(json_object_get(ctr, "image")),
-                           "imageID", "docker.io/library/image@sha256:0f5b3c", "containerID", cid,
-                           "started", strcmp(state, "running") == 0));
+            out,
+            json_pack("{s:s, s:{s:O}, s:O, s:b, s:i, s:s, s:s, s:s, s:b}", "name",
+                      json_string_value(json_object_get(ctr, "name")), "state", state, state_body,
+                      "lastState", last_state, "ready", ready, "restartCount", restarts, "image",
+                      json_string_value(json_object_get(ctr, "image")), "imageID", iid,
+                      "containerID", cid, "started", strcmp(state, "running") == 0));
     }
     return out;
 }
@@ -565,6 +589,58 @@ static void finish_pod(ks_cluster_t *c, json_t *p, int exit_code) {
     merge_patch(c, "/api/v1", p, "pods", "status", patch, MANAGER_KL);
 }
 
+/* A running container whose spec changed (its image: the one container field a pod update may
+ * change) is killed and started again, as the kubelet does whatever the restart policy
+ * ("Container definition changed, will be restarted"): its restartCount grows by one, its last
+ * state is the terminated run, it gets a new containerID; the pod, its IPs and its other
+ * containers stay as they are. */
+static void restart_changed(ks_cluster_t *c, json_t *p) {
+    json_t *next = json_deep_copy(jget(p, "status.containerStatuses"));
+    bool any = false;
+    char ts[32], msg[400], cid[96], iid[512];
+    now_ts(c, ts, sizeof(ts));
+    size_t i, j;
+    json_t *ctr, *st;
+    json_array_foreach(jget(p, "spec.containers"), i, ctr) {
+        const char *name = json_string_value(json_object_get(ctr, "name")) ?: "";
+        const char *image = json_string_value(json_object_get(ctr, "image")) ?: "";
+        json_array_foreach(next, j, st) {
+            if (strcmp(json_string_value(json_object_get(st, "name")) ?: "", name) != 0 ||
+                json_object_get(jget(st, "state"), "running") == NULL ||
+                strcmp(json_string_value(json_object_get(st, "image")) ?: "", image) == 0)
+                continue;
+            int64_t restarts = jint(st, "restartCount", 0) + 1;
+            json_t *term =
+                json_pack("{s:{s:i, s:s, s:s, s:s, s:O}}", "terminated", "exitCode", 0, "reason",
+                          "Completed", "startedAt", jstr(st, "state.running.startedAt") ?: ts,
+                          "finishedAt", ts, "containerID", json_object_get(st, "containerID"));
+            snprintf(cid, sizeof(cid), "containerd://%.36s%02zu%lld", jstr(p, "metadata.uid") ?: "",
+                     i, (long long)restarts);
+            image_id(image, iid, sizeof(iid));
+            json_object_set_new(st, "lastState", term);
+            json_object_set_new(st, "state", json_pack("{s:{s:s}}", "running", "startedAt", ts));
+            json_object_set_new(st, "restartCount", json_integer(restarts));
+            json_object_set_new(st, "image", json_string(image));
+            json_object_set_new(st, "imageID", json_string(iid));
+            json_object_set_new(st, "containerID", json_string(cid));
+            json_object_set_new(st, "ready", json_true());
+            json_object_set_new(st, "started", json_true());
+            snprintf(msg, sizeof(msg), "Container %s definition changed, will be restarted", name);
+            emit_event(c, p, "Pod", "v1", "Normal", "Killing", "kubelet", msg);
+            snprintf(msg, sizeof(msg), "Container image \"%s\" already present on machine", image);
+            emit_event(c, p, "Pod", "v1", "Normal", "Pulled", "kubelet", msg);
+            snprintf(msg, sizeof(msg), "Started container %s", name);
+            emit_event(c, p, "Pod", "v1", "Normal", "Started", "kubelet", msg);
+            any = true;
+        }
+    }
+    if (any)
+        merge_patch(c, "/api/v1", p, "pods", "status",
+                    json_pack("{s:{s:o}}", "status", "containerStatuses", next), MANAGER_KL);
+    else
+        json_decref(next);
+}
+
 static bool runs_to_end(json_t *p) {
     return controller_uid(p, "Job") != NULL || annotation(p, "kubesim.io/exit-code") != NULL ||
            annotation(p, "kubesim.io/run-ms") != NULL;
@@ -636,6 +712,8 @@ static void kubelet(ks_cluster_t *c, json_t *p, const snap_t *nodes, int64_t now
             start_pod(c, p, node_ip);
         return;
     }
+    if (strcmp(phase, "Running") == 0 && jget(p, "metadata.deletionTimestamp") == NULL)
+        restart_changed(c, p);
     if (strcmp(phase, "Running") != 0 || !runs_to_end(p))
         return;
     const char *run = annotation(p, "kubesim.io/run-ms");
@@ -1038,12 +1116,54 @@ static bool job_finished(json_t *job) {
     return false;
 }
 
+/* A suspended Job, as the job controller has it: its active pods deleted (finished ones keep
+ * counting), status.active gone and the Suspended condition True (JobSuspended). */
+static void suspend_job(ks_cluster_t *c, json_t *job, const snap_t *pods) {
+    char ts[32], path[512];
+    json_t **mine = fg_xcalloc(pods->n + 1, sizeof(*mine));
+    size_t n = owned(pods, job, "Job", mine, pods->n);
+    for (size_t i = 0; i < n; i++) {
+        if (pod_terminal(mine[i]) || jget(mine[i], "metadata.deletionTimestamp") != NULL)
+            continue;
+        obj_path(path, sizeof(path), "/api/v1", jstr(job, "metadata.namespace"), "pods",
+                 jstr(mine[i], "metadata.name"), NULL);
+        api(c, "DELETE", path, NULL, NULL, MANAGER_CM, NULL);
+    }
+    free(mine);
+    json_t *conds = jget(job, "status.conditions");
+    bool marked = false;
+    size_t i;
+    json_t *cond;
+    json_array_foreach(conds, i, cond) {
+        marked = marked || (strcmp(jstr(cond, "type") ?: "", "Suspended") == 0 &&
+                            strcmp(jstr(cond, "status") ?: "", "True") == 0);
+    }
+    if (marked && jint(job, "status.active", 0) == 0)
+        return;
+    now_ts(c, ts, sizeof(ts));
+    json_t *status = json_deep_copy(jget(job, "status"));
+    if (!json_is_object(status)) {
+        json_decref(status);
+        status = json_object();
+    }
+    json_object_del(status, "active");
+    json_object_set_new(status, "conditions",
+                        json_pack("[{s:s, s:s, s:s, s:s, s:s, s:s}]", "type", "Suspended", "status",
+                                  "True", "lastProbeTime", ts, "lastTransitionTime", ts, "reason",
+                                  "JobSuspended", "message", "Job suspended"));
+    replace_status(c, "/apis/batch/v1", job, "jobs", status, MANAGER_CM);
+    emit_event(c, job, "Job", "batch/v1", "Normal", "Suspended", "job-controller", "Job suspended");
+}
+
 static void reconcile_job(ks_cluster_t *c, json_t *job, const snap_t *pods) {
     char ts[32], path[512], msg[400];
     /* a Job being deleted (orphan finalizer) makes no more pods, as the job controller */
-    if (job_finished(job) || json_is_true(jget(job, "spec.suspend")) ||
-        jget(job, "metadata.deletionTimestamp") != NULL)
+    if (job_finished(job) || jget(job, "metadata.deletionTimestamp") != NULL)
         return;
+    if (json_is_true(jget(job, "spec.suspend"))) {
+        suspend_job(c, job, pods);
+        return;
+    }
     json_t **mine = fg_xcalloc(pods->n + 1, sizeof(*mine));
     size_t n = owned(pods, job, "Job", mine, pods->n);
     int64_t active = 0, succeeded = 0, failed = 0;
@@ -1215,6 +1335,15 @@ static void reconcile_cronjob(ks_cluster_t *c, json_t *cj, int64_t now) {
                             "kind", "Job", "metadata", "name", name, "labels", "kubesim.io/cronjob",
                             jstr(cj, "metadata.name"), "ownerReferences",
                             owner_ref(cj, "batch/v1", "CronJob"), "spec", spec);
+    /* the job template's labels and annotations go onto the Job, as the cronjob controller's
+     * getJobFromTemplate2 copies them */
+    json_t *jmeta = jget(job, "metadata");
+    if (json_is_object(jget(cj, "spec.jobTemplate.metadata.labels")))
+        json_object_update(json_object_get(jmeta, "labels"),
+                           jget(cj, "spec.jobTemplate.metadata.labels"));
+    if (json_is_object(jget(cj, "spec.jobTemplate.metadata.annotations")))
+        json_object_set_new(jmeta, "annotations",
+                            json_deep_copy(jget(cj, "spec.jobTemplate.metadata.annotations")));
     obj_path(path, sizeof(path), "/apis/batch/v1", jstr(cj, "metadata.namespace"), "jobs", NULL,
              NULL);
     json_t *made = NULL;
@@ -1236,6 +1365,86 @@ static void reconcile_cronjob(ks_cluster_t *c, json_t *cj, int64_t now) {
                     json_pack("{s:{s:s}}", "status", "lastScheduleTime", ts), MANAGER_CM);
     }
     json_decref(made);
+}
+
+/* ---- HorizontalPodAutoscalers ------------------------------------------------------ */
+
+/* The averageUtilization of resource `name` in an HPA's metric list (path: "resource.target"
+ * for spec.metrics, "resource.current" for status.currentMetrics), or -1. */
+static int64_t hpa_utilization(json_t *list, const char *name, const char *path) {
+    size_t i;
+    json_t *m;
+    json_array_foreach(list, i, m) {
+        if (strcmp(jstr(m, "type") ?: "", "Resource") == 0 &&
+            strcmp(jstr(m, "resource.name") ?: "", name) == 0)
+            return jint(jget(m, path), "averageUtilization", -1);
+    }
+    return -1;
+}
+
+/* HorizontalPodAutoscaler -> its Deployment's replicas, as the HPA controller does with what the
+ * metrics pipeline reports. kubesim measures nothing, so the utilization of each resource
+ * metric is read from the HPA's own status.currentMetrics, which a test writes through /status
+ * as the pipeline would feed the controller. desired = ceil(replicas x utilization / target),
+ * the largest over the metrics, within minReplicas..maxReplicas; a scale waits for its
+ * direction's behavior.*.stabilizationWindowSeconds (down 300, up 0 by default) since the last
+ * one. Status: currentReplicas, desiredReplicas, lastScaleTime; event SuccessfulRescale. */
+static void reconcile_hpa(ks_cluster_t *c, json_t *hpa, const snap_t *deps, int64_t now) {
+    const char *kind = jstr(hpa, "spec.scaleTargetRef.kind"),
+               *target = jstr(hpa, "spec.scaleTargetRef.name"),
+               *ns = jstr(hpa, "metadata.namespace");
+    if (kind == NULL || strcmp(kind, "Deployment") != 0 || target == NULL || ns == NULL)
+        return;
+    json_t *dep = NULL;
+    for (size_t i = 0; i < deps->n && dep == NULL; i++)
+        if (strcmp(jstr(deps->json[i], "metadata.name") ?: "", target) == 0 &&
+            strcmp(jstr(deps->json[i], "metadata.namespace") ?: "", ns) == 0)
+            dep = deps->json[i];
+    if (dep == NULL || jget(dep, "metadata.deletionTimestamp") != NULL)
+        return;
+    int64_t cur = jint(dep, "spec.replicas", 1), minr = jint(hpa, "spec.minReplicas", 1),
+            maxr = jint(hpa, "spec.maxReplicas", 1), desired = -1;
+    size_t i;
+    json_t *m;
+    json_array_foreach(jget(hpa, "spec.metrics"), i, m) {
+        const char *name = jstr(m, "resource.name");
+        int64_t want = name ? jint(jget(m, "resource.target"), "averageUtilization", -1) : -1;
+        int64_t at =
+            name ? hpa_utilization(jget(hpa, "status.currentMetrics"), name, "resource.current")
+                 : -1;
+        if (want <= 0 || at < 0)
+            continue;
+        int64_t base = cur > 0 ? cur : 1, d = (base * at + want - 1) / want;
+        desired = d > desired ? d : desired;
+    }
+    if (desired < 0)
+        desired = cur;
+    desired = desired < minr ? minr : desired > maxr ? maxr : desired;
+    int64_t last = parse_ts(jstr(hpa, "status.lastScaleTime"));
+    int64_t window = desired < cur
+                         ? jint(hpa, "spec.behavior.scaleDown.stabilizationWindowSeconds", 300)
+                         : jint(hpa, "spec.behavior.scaleUp.stabilizationWindowSeconds", 0);
+    char ts[32], msg[200];
+    json_t *st =
+        json_pack("{s:I,s:I}", "currentReplicas", (json_int_t)jint(dep, "status.replicas", 0),
+                  "desiredReplicas", (json_int_t)desired);
+    if (desired != cur && (last < 0 || now - last >= window * 1000)) {
+        merge_patch(c, "/apis/apps/v1", dep, "deployments", NULL,
+                    json_pack("{s:{s:I}}", "spec", "replicas", (json_int_t)desired), MANAGER_CM);
+        now_ts(c, ts, sizeof(ts));
+        json_object_set_new(st, "lastScaleTime", json_string(ts));
+        snprintf(msg, sizeof(msg), "New size: %lld; reason: %s", (long long)desired,
+                 desired > cur ? "cpu resource utilization (percentage of request) above target"
+                               : "All metrics below target");
+        emit_event(c, hpa, "HorizontalPodAutoscaler", "autoscaling/v2", "Normal",
+                   "SuccessfulRescale", "horizontal-pod-autoscaler", msg);
+    } else if (jint(hpa, "status.desiredReplicas", -1) == desired &&
+               jint(hpa, "status.currentReplicas", -1) == jint(dep, "status.replicas", 0)) {
+        json_decref(st);
+        return; /* nothing new to say */
+    }
+    merge_patch(c, "/apis/autoscaling/v2", hpa, "horizontalpodautoscalers", "status",
+                json_pack("{s:o}", "status", st), MANAGER_CM);
 }
 
 /* ---- the pass ---------------------------------------------------------------- */
@@ -1265,6 +1474,15 @@ void ks_ctrl_tick(ks_cluster_t *c) {
     for (size_t i = 0; i < cjs.n; i++)
         reconcile_cronjob(c, cjs.json[i], now);
     snap(c, "Deployment", &deps);
+    snap_t hpas;
+    snap(c, "HorizontalPodAutoscaler", &hpas);
+    for (size_t i = 0; i < hpas.n; i++)
+        reconcile_hpa(c, hpas.json[i], &deps, now);
+    snap_free(&hpas);
+    if (hpas.n > 0) { /* the Deployments as the scaling left them */
+        snap_free(&deps);
+        snap(c, "Deployment", &deps);
+    }
     snap(c, "ReplicaSet", &rss);
     for (size_t i = 0; i < deps.n; i++)
         reconcile_deployment(c, deps.json[i], &rss);

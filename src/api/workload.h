@@ -1,0 +1,56 @@
+/* api/workload.h: what the workload writes share beyond writes.h: the project, placement and
+ * quota steps apps.c defines, which job sets (jobsets.c) take too, and the job sets' part of a
+ * tier's quota usage, which apps.c counts. Not part of any public surface. */
+#ifndef FLEETGATE_API_WORKLOAD_H
+#define FLEETGATE_API_WORKLOAD_H
+
+#include "jobspec.h"
+#include "writes.h"
+
+#include "fleetgate/fed.h"
+
+/* The project as presented (a new reference), or NULL when it replied 404 / 503. */
+json_t *project_or_reply(fg_req_t *req, const char *project);
+/* Places replicas of spec (its containers' requests, placement, tier) over every cluster, or
+ * those marked in only; cl is the caller's table of FG_FED_MAX_CLUSTERS that p's verdicts point
+ * into. false when it replied (409 with the explanation, 503). */
+bool place_or_reply(fg_req_t *req, const json_t *spec, int64_t replicas, const bool *only,
+                    fg_fed_cluster_t *cl, fg_fed_placement_t *p);
+/* Checks and (keep) reserves replicas of spec's pods under the name app in the tier's quota,
+ * atomically across replicas; false when it replied (409 quota-exceeded, 503). */
+bool quota_or_reply(fg_req_t *req, const json_t *project, const json_t *spec, const char *app,
+                    int64_t replicas, bool keep);
+/* Drops app's reservation in spec's tier. */
+void quota_release(fg_req_t *req, const char *project, const json_t *spec, const char *app);
+
+/* The quota name of a job set: "jobset/<name>" (app names hold no '/'). */
+#define JS_QUOTA_NAME(buf, name) snprintf(buf, sizeof buf, "jobset/%s", name)
+/* Adds what the cache shows of the tier's running job sets (not finished, not suspended:
+ * min(parallelism, completions) times the pod's requests, summed over clusters) to by_name, one
+ * entry "jobset/<name>" -> [cpu milli, memory bytes, pods] each, leaving out the entry named skip.
+ * false when it replied 503 (jobsets.c). */
+bool js_tier_usage_or_reply(fg_req_t *req, const char *project, const char *tier, const char *skip,
+                            json_t *by_name);
+
+/* Answers the job set name as the cache shows it (status: 200, or 201 with its Location), with
+ * the write's placement and outcomes (both taken); when the cache shows its Jobs in at least
+ * `cached` clusters the quota reservation of spec's tier is dropped (spec not NULL). */
+int js_reply(fg_req_t *req, const char *project, const char *name, unsigned status,
+             json_t *placement, json_t *outcomes, const json_t *spec, size_t cached);
+/* Deletes (background propagation, path names the object) what the applied writes of a failed
+ * create made, so a create is all or nothing. */
+void js_roll_back(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *o, size_t n,
+                  const char *path);
+
+/* A manual scale of app to replicas must be within the bounds of each scaler targeting it (its
+ * HPAs' minReplicas and maxReplicas summed over clusters, from the cache): 409 naming the scaler
+ * and its bounds otherwise (or 503). (scalers.c) */
+bool sc_bounds_or_reply(fg_req_t *req, const char *project, const char *app, int64_t replicas);
+/* Every wrong field of a Scaler body (read-only members ignored), into v. (scalers.c) */
+void sc_validate(vd_t *v, const json_t *sc);
+/* After app's Deployments moved (a placement change): every scaler fleetgate made for it puts
+ * its HPAs where the app now is (created, replaced, deleted); failures are logged, nothing is
+ * answered. (scalers.c) */
+void sc_follow(fg_req_t *req, const char *project, const char *app);
+
+#endif

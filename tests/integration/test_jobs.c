@@ -1,0 +1,1221 @@
+/* Integration tests of the workload writes of issue 14 over HTTP: pod delete and
+ * restart-container, job sets. The daemon with its informers, a private redis-server and kubesim
+ * with three clusters in two zones (c0, c1 in zone-a; c2 in zone-b), real tokens (admin,
+ * developer, viewer), every answer checked against the contract, kubesim's own objects and
+ * request counters checked for what reached which cluster. */
+#include "testhttp.h"
+#include "testjwt.h"
+#include "testkubesim.h"
+#include "testmain.h"
+#include "testredis.h"
+#include "contract.h"
+
+#include <check.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static tr_redis_t redis;
+static tj_keys_t keys;
+static tk_sim_t ks;
+static pid_t daemon_pid;
+static uint16_t port;
+static char *admin, *dev, *viewer;
+static char daemon_cfg[8192]; /* the configuration, for a second replica */
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static char *token(const char *sub, const char *more) {
+    char cl[512];
+    snprintf(cl, sizeof cl,
+             "{\"iss\": \"https://id.test\", \"aud\": \"fleetgate\", \"sub\": \"%s\", "
+             "\"exp\": %ld, %s}",
+             sub, (long)time(NULL) + 3600, more);
+    char *t = tj_sign("RS256", keys.rsa_priv, "rsa1", cl);
+    ck_assert_ptr_nonnull(t);
+    return t;
+}
+
+/* One call; with check the answer must be one the contract declares. Returns the status. */
+static long call(const char *method, const char *path, const char *tok, const char *body,
+                 const char *extra, bool check, th_resp_t *r) {
+    char url[1024];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", (unsigned)port, path);
+    char *auth = tok ? fg_xasprintf("Authorization: Bearer %s", tok) : NULL;
+    const char *hdrs[5] = {NULL};
+    size_t n = 0;
+    if (auth)
+        hdrs[n++] = auth;
+    if (body)
+        hdrs[n++] = strcmp(method, "PATCH") == 0 ? "Content-Type: application/merge-patch+json"
+                                                 : "Content-Type: application/json";
+    if (extra)
+        hdrs[n++] = extra;
+    ck_assert_int_eq(th_request(method, url, hdrs, body, body ? (long)strlen(body) : -1, 0, r), 0);
+    free(auth);
+    if (check) {
+        char err[4096];
+        char *p = fg_xstrdup(path);
+        p[strcspn(p, "?")] = '\0';
+        int rc = contract_check_headers(method, p, r->status, r->headers, r->body, r->len, err,
+                                        sizeof err);
+        ck_assert_msg(rc == CONTRACT_VALID, "%s %s -> %ld: %s\n%s", method, path, r->status, err,
+                      r->body);
+        free(p);
+    }
+    return r->status;
+}
+
+static json_t *body_json(const th_resp_t *r) {
+    json_t *j = NULL;
+    ck_assert_msg(fg_json_load(r->body, r->len, &j, NULL, 0) == FG_OK, "%s", r->body);
+    return j;
+}
+
+static void wait_ready(void) {
+    for (int i = 0; i < 300; i++) {
+        th_resp_t r;
+        long s = call("GET", "/readyz", NULL, NULL, NULL, false, &r);
+        th_resp_free(&r);
+        if (s == 200)
+            return;
+        sleep_ms(50);
+    }
+    ck_abort_msg("the daemon did not become ready");
+}
+
+static void setup(void) {
+    fg_log_set_level(FG_LOG_ERROR);
+    ck_assert_int_eq(tr_redis_start(&redis), 0);
+    ck_assert_int_eq(tj_keys_make(&keys), 0);
+    static const char *const extra[] = {"--nodes", "2", "--pod-start-ms", "0", "--job-run-ms",
+                                        "400",     NULL};
+    ck_assert_int_eq(tk_start(&ks, 3, extra), 0);
+    char *cfg = daemon_cfg, cl[3][512];
+    static const char *const zones[] = {"zone-a", "zone-a", "zone-b"};
+    for (int i = 0; i < 3; i++)
+        snprintf(cl[i], sizeof cl[i],
+                 "{\"name\": \"c%d\", \"zone\": \"%s\", \"region\": \"r1\", \"url\": \"%s\","
+                 " \"token_file\": \"%s\", \"ca_file\": \"%s\", \"labels\": [\"env=%s\"]}",
+                 i, zones[i], tk_url(&ks, i), ks.token_file, ks.ca_file, i == 1 ? "dev" : "prod");
+    snprintf(cfg, sizeof daemon_cfg,
+             "{\"workers\": 4, \"redis\": {\"url\": \"%s\"},"
+             " \"log\": {\"level\": \"error\", \"access_log\": false},"
+             " \"openapi_file\": \"api/openapi.yaml\", \"docs_file\": \"/nonexistent\","
+             " \"clusters\": [%s, %s, %s],"
+             " \"auth\": {\"issuer\": \"https://id.test\", \"audience\": \"fleetgate\","
+             "  \"keys\": [{\"kid\": \"rsa1\", \"pem_file\": \"%s\", \"algs\": [\"RS256\"]}],"
+             "  \"audit_log\": \"%s/audit.log\"},"
+             " \"rate_limits\": {\"enabled\": false}}",
+             redis.url, cl[0], cl[1], cl[2], keys.rsa_pub, keys.dir);
+    char log[160];
+    snprintf(log, sizeof log, "%s/daemon.log", keys.dir);
+    daemon_pid = th_daemon_start(cfg, &port, log);
+    ck_assert_int_gt(daemon_pid, 0);
+    admin = token("ada", "\"groups\": [\"fleetgate-admins\"]");
+    dev = token("dev", "\"projects\": {\"shop\": \"developer\"}");
+    viewer = token("vera", "\"projects\": {\"shop\": \"viewer\"}");
+    wait_ready();
+}
+
+static void teardown(void) {
+    int status = th_daemon_stop(daemon_pid, SIGTERM, 5000);
+    char path[192], text[8192] = "";
+    snprintf(path, sizeof path, "%s/daemon.log", keys.dir);
+    FILE *f = status != 0 ? fopen(path, "r") : NULL;
+    if (f) {
+        text[fread(text, 1, sizeof text - 1, f)] = '\0';
+        fclose(f);
+    }
+    tk_stop(&ks);
+    tr_redis_stop(&redis);
+    tj_keys_remove(&keys);
+    free(admin);
+    free(dev);
+    free(viewer);
+    ck_assert_msg(status == 0, "the daemon exited with %d:\n%s", status, text);
+}
+
+static const char *const shop_body =
+    "{\"name\": \"shop\", \"description\": \"the shop\", \"labels\": {\"team\": \"checkout\"},"
+    " \"quotas\": {\"OnDemand\": {\"limits\": {\"cpu\": \"8\", \"memory\": \"16Gi\", \"pods\": "
+    "20}},"
+    " \"Reserved\": {\"limits\": {\"cpu\": \"500m\"}}}}";
+
+static void create_shop(void) {
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects", admin, shop_body, NULL, true, &r), 201);
+    th_resp_free(&r);
+}
+
+/* Polls GET path (viewer) until pred holds on its JSON, at most ms; returns the last body (a new
+ * reference, NULL when never 200). */
+typedef bool (*pred_fn)(const json_t *o, const void *arg);
+
+static json_t *poll_get(const char *path, pred_fn pred, const void *arg, int ms) {
+    json_t *last = NULL;
+    for (int waited = 0; waited <= ms; waited += 50) {
+        th_resp_t r;
+        long s = call("GET", path, viewer, NULL, NULL, false, &r);
+        if (s == 200) {
+            json_decref(last);
+            last = body_json(&r);
+        }
+        th_resp_free(&r);
+        if (last && pred(last, arg))
+            return last;
+        sleep_ms(50);
+    }
+    return last;
+}
+
+static const char *audit_text(char *buf, size_t len) {
+    char path[192];
+    snprintf(path, sizeof path, "%s/audit.log", keys.dir);
+    FILE *f = fopen(path, "r");
+    buf[0] = '\0';
+    if (f) {
+        buf[fread(buf, 1, len - 1, f)] = '\0';
+        fclose(f);
+    }
+    return buf;
+}
+
+/* ---- pods ---------------------------------------------------------------------------------- */
+
+static void create_app(const char *name, int replicas, const char *containers) {
+    char *body = fg_xasprintf("{\"name\": \"%s\", \"spec\": {\"replicas\": %d, \"placement\": "
+                              "{\"policy\": \"Pack\"}, \"containers\": %s}}",
+                              name, replicas, containers);
+    th_resp_t r;
+    char path[128];
+    snprintf(path, sizeof path, "/v1/projects/shop/apps");
+    ck_assert_int_eq(call("POST", path, dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+}
+
+static bool running_pods(const json_t *o, const void *arg) {
+    size_t want = *(const size_t *)arg, n = 0, i;
+    json_t *p;
+    json_array_foreach(json_object_get(o, "items"), i, p) {
+        n += strcmp(json_string_value(json_object_get(p, "phase")), "Running") == 0;
+    }
+    return n == want;
+}
+
+/* The first running pod of app (a new reference). */
+static json_t *running_pod(const char *app) {
+    char path[160];
+    size_t one = 1;
+    snprintf(path, sizeof path, "/v1/projects/shop/pods?app=%s", app);
+    json_t *list = poll_get(path, running_pods, &one, 10000);
+    ck_assert_msg(list && running_pods(list, &one), "no running pod of %s", app);
+    json_t *p = json_incref(json_array_get(json_object_get(list, "items"), 0));
+    json_decref(list);
+    return p;
+}
+
+static const json_t *container_of(const json_t *pod, const char *name) {
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(pod, "containers"), i, c) {
+        if (strcmp(json_string_value(json_object_get(c, "name")), name) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+static long restarts_of(const json_t *pod, const char *container) {
+    return (long)json_integer_value(json_object_get(container_of(pod, container), "restarts"));
+}
+
+typedef struct {
+    const char *container;
+    long restarts;
+} restarts_t;
+
+static bool has_restarts(const json_t *pod, const void *arg) {
+    const restarts_t *want = arg;
+    return restarts_of(pod, want->container) == want->restarts;
+}
+
+static const char *const two_containers =
+    "[{\"name\": \"app\", \"image\": \"nginx:1.25\", \"resources\": {\"requests\": {\"cpu\": "
+    "\"100m\", \"memory\": \"64Mi\"}}}, {\"name\": \"side\", \"image\": "
+    "\"registry.example.net/shop/side:2\", \"resources\": {\"requests\": {\"cpu\": \"50m\", "
+    "\"memory\": \"32Mi\"}}}]";
+
+/* The pod as kubesim holds it in its cluster (a new reference). */
+static json_t *ks_pod(const json_t *pod) {
+    const char *cluster = json_string_value(json_object_get(pod, "cluster"));
+    char path[256];
+    json_t *o = NULL;
+    snprintf(path, sizeof path, "/api/v1/namespaces/shop/pods/%s",
+             json_string_value(json_object_get(pod, "name")));
+    ck_assert_int_eq(tk_call(&ks, cluster[1] - '0', "GET", path, NULL, &o), 200);
+    return o;
+}
+
+static const char *ks_image(const json_t *pod, const char *container) {
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, c) {
+        if (strcmp(json_string_value(json_object_get(c, "name")), container) == 0)
+            return json_string_value(json_object_get(c, "image"));
+    }
+    return NULL;
+}
+
+START_TEST(pod_restart_container_in_place) {
+    create_shop();
+    create_app("web", 1, two_containers);
+    json_t *pod = running_pod("web");
+    const char *name = json_string_value(json_object_get(pod, "name"));
+    const char *ip = json_string_value(json_object_get(pod, "podIP"));
+    ck_assert_ptr_nonnull(ip);
+    ck_assert_int_eq(restarts_of(pod, "app"), 0);
+    char path[256], get[256], etag[128], hdr[160];
+    snprintf(path, sizeof path, "/v1/projects/shop/pods/%s:restart-container", name);
+    snprintf(get, sizeof get, "/v1/projects/shop/pods/%s", name);
+    th_resp_t r;
+    for (long round = 1; round <= 2; round++) {
+        ck_assert_int_eq(call("GET", get, viewer, NULL, NULL, true, &r), 200);
+        ck_assert_ptr_nonnull(th_header(&r, "ETag", etag, sizeof etag));
+        th_resp_free(&r);
+        snprintf(hdr, sizeof hdr, "If-Match: %s", etag);
+        ck_assert_int_eq(call("POST", path, dev, "{\"container\": \"app\"}", hdr, true, &r), 200);
+        json_t *answer = body_json(&r);
+        th_resp_free(&r);
+        ck_assert_str_eq(json_string_value(json_object_get(answer, "name")), name);
+        json_decref(answer);
+        /* The kubelet restarts it: this container's count +1, the other's unchanged, the same
+         * pod and IP. */
+        restarts_t want = {"app", round};
+        json_t *now = poll_get(get, has_restarts, &want, 5000);
+        ck_assert_msg(now && has_restarts(now, &want), "app restarts not %ld", round);
+        ck_assert_int_eq(restarts_of(now, "side"), 0);
+        ck_assert_str_eq(json_string_value(json_object_get(now, "podIP")), ip);
+        ck_assert_str_eq(json_string_value(json_object_get(now, "phase")), "Running");
+        json_decref(now);
+        json_t *kp = ks_pod(pod);
+        const char *image = ks_image(kp, "app");
+        if (round == 1) /* the same image pinned to its running digest */
+            ck_assert_msg(strncmp(image, "nginx:1.25@sha256:", 18) == 0, "%s", image);
+        else /* and back to the spelling as written */
+            ck_assert_str_eq(image, "nginx:1.25");
+        ck_assert_str_eq(ks_image(kp, "side"), "registry.example.net/shop/side:2");
+        json_decref(kp);
+    }
+    /* The old ETag is stale now: 412, nothing written. */
+    long updates =
+        tk_requests(&ks, json_string_value(json_object_get(pod, "cluster"))[1] - '0', "update");
+    ck_assert_int_eq(call("POST", path, dev, "{\"container\": \"app\"}", hdr, true, &r), 412);
+    th_resp_free(&r);
+    /* Refusals, each before anything is written. */
+    ck_assert_int_eq(call("POST", path, dev, "{\"container\": \"db\"}", NULL, true, &r), 422);
+    ck_assert_msg(strstr(r.body, "\"pointer\":\"/container\"") && strstr(r.body, "app, side"), "%s",
+                  r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("POST", path, dev, "{\"container\": 5, \"now\": true}", NULL, true, &r),
+                     422);
+    ck_assert_msg(strstr(r.body, "\"pointer\":\"/now\"") &&
+                      strstr(r.body, "\"pointer\":\"/container\""),
+                  "%s", r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("POST", path, viewer, "{\"container\": \"app\"}", NULL, true, &r), 403);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/pods/nope-1:restart-container", dev,
+                          "{\"container\": \"app\"}", NULL, true, &r),
+                     404);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        tk_requests(&ks, json_string_value(json_object_get(pod, "cluster"))[1] - '0', "update"),
+        updates);
+    /* Idempotency-Key: the retry answers again and restarts nothing more. */
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(call("POST", path, dev, "{\"container\": \"side\"}",
+                              "Idempotency-Key: restart-side-1", true, &r),
+                         200);
+        th_resp_free(&r);
+    }
+    restarts_t side = {"side", 1};
+    json_t *now = poll_get(get, has_restarts, &side, 5000);
+    ck_assert_msg(now && has_restarts(now, &side), "side restarts not 1");
+    sleep_ms(300);
+    json_decref(now);
+    now = poll_get(get, has_restarts, &side, 0);
+    ck_assert_int_eq(restarts_of(now, "side"), 1);
+    ck_assert_int_eq(restarts_of(now, "app"), 2);
+    json_decref(now);
+    char text[65536];
+    ck_assert_msg(strstr(audit_text(text, sizeof text), "restart container app of Pod shop/"), "%s",
+                  text);
+    json_decref(pod);
+}
+END_TEST
+
+typedef struct {
+    const char *gone;
+} replaced_t;
+
+static bool replaced(const json_t *o, const void *arg) {
+    const replaced_t *w = arg;
+    size_t i, n = 0;
+    json_t *p;
+    json_array_foreach(json_object_get(o, "items"), i, p) {
+        if (strcmp(json_string_value(json_object_get(p, "name")), w->gone) == 0)
+            return false;
+        n++;
+    }
+    return n == 1;
+}
+
+START_TEST(pod_delete_is_replaced_by_its_app) {
+    create_shop();
+    create_app("web", 1, two_containers);
+    json_t *pod = running_pod("web");
+    const char *name = json_string_value(json_object_get(pod, "name"));
+    char path[256], hdr[64];
+    th_resp_t r;
+    snprintf(path, sizeof path, "/v1/projects/shop/pods/%s?gracePeriodSeconds=abc", name);
+    ck_assert_int_eq(call("DELETE", path, dev, NULL, NULL, true, &r), 422);
+    ck_assert_msg(strstr(r.body, "gracePeriodSeconds"), "%s", r.body);
+    th_resp_free(&r);
+    snprintf(path, sizeof path, "/v1/projects/shop/pods/%s?gracePeriodSeconds=0", name);
+    ck_assert_int_eq(call("DELETE", path, viewer, NULL, NULL, true, &r), 403);
+    th_resp_free(&r);
+    snprintf(hdr, sizeof hdr, "If-Match: \"1\"");
+    ck_assert_int_eq(call("DELETE", path, dev, NULL, hdr, true, &r), 412);
+    th_resp_free(&r);
+    long deletes = tk_requests(&ks, 0, "delete") + tk_requests(&ks, 1, "delete") +
+                   tk_requests(&ks, 2, "delete");
+    ck_assert_int_eq(call("DELETE", path, dev, NULL, NULL, true, &r), 202);
+    json_t *a = body_json(&r);
+    th_resp_free(&r);
+    ck_assert(json_is_true(json_object_get(a, "replaced")));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(a, "owner"), "kind")),
+                     "App");
+    ck_assert_int_eq(json_integer_value(json_object_get(a, "gracePeriodSeconds")), 0);
+    ck_assert_msg(strstr(json_string_value(json_object_get(a, "message")), "replacement"), "%s",
+                  json_string_value(json_object_get(a, "message")));
+    json_decref(a);
+    ck_assert_int_eq(tk_requests(&ks, 0, "delete") + tk_requests(&ks, 1, "delete") +
+                         tk_requests(&ks, 2, "delete"),
+                     deletes + 1);
+    /* Read your writes: the pod is gone from a GET right after. */
+    snprintf(path, sizeof path, "/v1/projects/shop/pods/%s", name);
+    ck_assert_int_eq(call("GET", path, viewer, NULL, NULL, true, &r), 404);
+    th_resp_free(&r);
+    /* The app's controller replaces it. */
+    replaced_t w = {name};
+    json_t *list = poll_get("/v1/projects/shop/pods?app=web", replaced, &w, 10000);
+    ck_assert_msg(list && replaced(list, &w), "the pod was not replaced");
+    json_decref(list);
+    char text[65536];
+    ck_assert_msg(strstr(audit_text(text, sizeof text), "delete Pod shop/"), "%s", text);
+    json_decref(pod);
+}
+END_TEST
+
+/* ---- job sets ------------------------------------------------------------------------------ */
+
+static const char *ann(const json_t *o, const char *key) {
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(o, "metadata"), "annotations"), key));
+}
+
+/* A job set over the two env=prod clusters (c0, c2). */
+static char *jobset_body(const char *name, int completions, int parallelism, const char *command,
+                         const char *more) {
+    return fg_xasprintf(
+        "{\"name\": \"%s\", \"labels\": {\"team\": \"search\"}, \"spec\": {\"completions\": %d, "
+        "\"parallelism\": %d, \"backoffLimit\": 0%s, \"placement\": {\"clusterSelector\": "
+        "{\"matchLabels\": {\"env\": \"prod\"}}}, \"containers\": [{\"name\": \"work\", "
+        "\"image\": \"registry.example.net/shop/reindex:2\", \"command\": %s, \"resources\": "
+        "{\"requests\": {\"cpu\": \"100m\", \"memory\": \"64Mi\"}}}]}}",
+        name, completions, parallelism, more ? more : "", command);
+}
+
+static const char *phase_of(const json_t *js) {
+    return json_string_value(json_object_get(json_object_get(js, "status"), "phase"));
+}
+
+static bool has_phase(const json_t *js, const void *arg) {
+    return strcmp(phase_of(js), (const char *)arg) == 0;
+}
+
+static long pods_count(const json_t *js, const char *what) {
+    return (long)json_integer_value(
+        json_object_get(json_object_get(json_object_get(js, "status"), "pods"), what));
+}
+
+/* The Job as kubesim holds it in cluster i (a new reference, NULL when absent). */
+static json_t *ks_job(int i, const char *name) {
+    char path[192];
+    json_t *o = NULL;
+    snprintf(path, sizeof path, "/apis/batch/v1/namespaces/shop/jobs/%s", name);
+    if (tk_call(&ks, i, "GET", path, NULL, &o) == 200)
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
+static long job_spec(const json_t *job, const char *key) {
+    return (long)json_integer_value(json_object_get(json_object_get(job, "spec"), key));
+}
+
+/* The pods usage of tier OnDemand in shop as the quota sees it: a create of a job set needing
+ * 21 pods (the quota is 20) is refused with "pods would be <usage + 21>". */
+static long quota_pods_used(void) {
+    char *body = jobset_body("probe", 21, 21, "[\"true\"]", NULL);
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, body, NULL, true, &r), 409);
+    const char *at = strstr(r.body, "pods would be ");
+    ck_assert_msg(at != NULL, "%s", r.body);
+    long n = strtol(at + 14, NULL, 10);
+    th_resp_free(&r);
+    free(body);
+    return n - 21;
+}
+
+START_TEST(jobset_runs_to_succeeded_over_two_clusters) {
+    create_shop();
+    char *body = jobset_body("reindex", 12, 4, "[\"true\"]", NULL);
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, body,
+                          "X-Request-Id: create-reindex-1", true, &r),
+                     201);
+    char loc[128];
+    ck_assert_str_eq(th_header(&r, "Location", loc, sizeof loc),
+                     "/v1/projects/shop/jobsets/reindex");
+    json_t *js = body_json(&r);
+    th_resp_free(&r);
+    json_t *spec = json_object_get(js, "spec");
+    ck_assert_int_eq(json_integer_value(json_object_get(spec, "completions")), 12);
+    ck_assert_int_eq(json_integer_value(json_object_get(spec, "parallelism")), 4);
+    ck_assert_int_eq(json_array_size(json_object_get(json_object_get(js, "status"), "clusters")),
+                     2);
+    ck_assert_int_eq(json_array_size(json_object_get(js, "outcomes")), 2);
+    ck_assert_ptr_null(json_object_get(js, "labels")
+                           ? json_object_get(json_object_get(js, "labels"), "fleetgate.io/jobset")
+                           : NULL);
+    json_decref(js);
+    free(body);
+    /* One Job in each prod cluster with half the work; none in c1. */
+    static const int prod[] = {0, 2};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *job = ks_job(prod[i], "reindex");
+        ck_assert_ptr_nonnull(job);
+        ck_assert_int_eq(job_spec(job, "completions"), 6);
+        ck_assert_int_eq(job_spec(job, "parallelism"), 2);
+        ck_assert_str_eq(ann(job, "fleetgate.io/request-id"), "create-reindex-1");
+        json_decref(job);
+    }
+    ck_assert_ptr_null(ks_job(1, "reindex"));
+    /* While it runs its pods are charged to the tier (4 at once). */
+    long used = quota_pods_used();
+    json_t *now = poll_get("/v1/projects/shop/jobsets/reindex", has_phase, "Succeeded", 0);
+    if (!has_phase(now, "Succeeded")) /* (a loaded machine may have finished it already) */
+        ck_assert_int_eq(used, 4);
+    json_decref(now);
+    /* Runs to Succeeded: 12 pods succeeded, 6 in each cluster, each cluster Succeeded. */
+    json_t *done = poll_get("/v1/projects/shop/jobsets/reindex", has_phase, "Succeeded", 30000);
+    ck_assert_msg(done && has_phase(done, "Succeeded"), "not Succeeded: %s",
+                  done ? phase_of(done) : "(none)");
+    ck_assert_int_eq(pods_count(done, "succeeded"), 12);
+    ck_assert_int_eq(pods_count(done, "active"), 0);
+    size_t i;
+    json_t *cl;
+    json_array_foreach(json_object_get(json_object_get(done, "status"), "clusters"), i, cl) {
+        ck_assert_str_eq(json_string_value(json_object_get(cl, "phase")), "Succeeded");
+        ck_assert_int_eq(
+            json_integer_value(json_object_get(json_object_get(cl, "pods"), "succeeded")), 6);
+    }
+    ck_assert_ptr_nonnull(
+        json_string_value(json_object_get(json_object_get(done, "status"), "completedAt")));
+    json_decref(done);
+    /* Released when finished: usage 0, exactly. */
+    ck_assert_int_eq(quota_pods_used(), 0);
+    char text[65536];
+    ck_assert_msg(strstr(audit_text(text, sizeof text), "create Job shop/reindex in 2 clusters"),
+                  "%s", text);
+}
+END_TEST
+
+START_TEST(jobset_with_failing_pods_ends_failed_with_reason) {
+    create_shop();
+    char *body = jobset_body("broken", 4, 2, "[\"sh\", \"-c\", \"echo oops; exit 3\"]", NULL);
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+    json_t *js = poll_get("/v1/projects/shop/jobsets/broken", has_phase, "Failed", 20000);
+    ck_assert_msg(js && has_phase(js, "Failed"), "not Failed");
+    json_t *conds = json_object_get(json_object_get(js, "status"), "conditions");
+    ck_assert_int_ge(json_array_size(conds), 1);
+    json_t *c0 = json_array_get(conds, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(c0, "type")), "Failed");
+    ck_assert_str_eq(json_string_value(json_object_get(c0, "reason")), "BackoffLimitExceeded");
+    ck_assert_msg(strncmp(json_string_value(json_object_get(c0, "message")), "cluster c", 9) == 0,
+                  "%s", json_string_value(json_object_get(c0, "message")));
+    ck_assert_int_ge(pods_count(js, "failed"), 1);
+    json_decref(js);
+    /* Checked by the contract too, and the quota is free again. */
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/jobsets/broken", viewer, NULL, NULL, true, &r),
+                     200);
+    th_resp_free(&r);
+    ck_assert_int_eq(quota_pods_used(), 0);
+}
+END_TEST
+
+/* The pods kubesim holds in cluster i for Job name. */
+static long ks_job_pods(int i, const char *name) {
+    char path[256];
+    json_t *o = NULL;
+    snprintf(path, sizeof path, "/api/v1/namespaces/shop/pods?labelSelector=job-name%%3D%s", name);
+    ck_assert_int_eq(tk_call(&ks, i, "GET", path, NULL, &o), 200);
+    long n = (long)json_array_size(json_object_get(o, "items"));
+    json_decref(o);
+    return n;
+}
+
+START_TEST(jobset_suspend_stops_and_resume_restarts_pods) {
+    create_shop();
+    /* 20 completions a cluster, one pod at a time, 400 ms each: it cannot finish in one
+     * cluster before the suspend, even on a loaded machine under ASan. */
+    char *body = jobset_body("batch", 40, 2, "[\"true\"]", NULL);
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, body, NULL, true, &r), 201);
+    char etag[128], hdr[160];
+    ck_assert_ptr_nonnull(th_header(&r, "ETag", etag, sizeof etag));
+    th_resp_free(&r);
+    free(body);
+    /* The version moves with the Jobs' status (pods start and finish), as a Kubernetes
+     * object's does: the create's is stale by now. */
+    snprintf(hdr, sizeof hdr, "If-Match: %s", etag);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/jobsets/batch:suspend", dev, NULL, NULL, true, &r), 200);
+    json_t *js = body_json(&r);
+    th_resp_free(&r);
+    ck_assert(json_is_true(json_object_get(json_object_get(js, "spec"), "suspend")));
+    json_decref(js);
+    /* The create's If-Match is stale now. */
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/jobsets/batch:resume", dev, NULL, hdr, true, &r), 412);
+    th_resp_free(&r);
+    js = poll_get("/v1/projects/shop/jobsets/batch", has_phase, "Suspended", 5000);
+    ck_assert_msg(js && has_phase(js, "Suspended"), "not Suspended");
+    long succeeded = pods_count(js, "succeeded");
+    json_decref(js);
+    /* No pod is made while suspended: the pods stay as they are. */
+    sleep_ms(300);
+    long before = ks_job_pods(0, "batch") + ks_job_pods(2, "batch");
+    sleep_ms(1200);
+    ck_assert_int_eq(ks_job_pods(0, "batch") + ks_job_pods(2, "batch"), before);
+    js = poll_get("/v1/projects/shop/jobsets/batch", has_phase, "Suspended", 0);
+    ck_assert_int_eq(pods_count(js, "succeeded"), succeeded);
+    ck_assert_int_eq(pods_count(js, "active"), 0);
+    json_decref(js);
+    ck_assert_int_lt(succeeded, 40);
+    ck_assert_int_eq(quota_pods_used(), 0); /* a suspended job set holds no quota */
+    /* Resume: pods are made again until it succeeds. */
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/jobsets/batch:resume", dev, NULL, NULL, true, &r), 200);
+    th_resp_free(&r);
+    js = poll_get("/v1/projects/shop/jobsets/batch", has_phase, "Succeeded", 60000);
+    ck_assert_msg(js && has_phase(js, "Succeeded"), "not Succeeded after resume");
+    ck_assert_int_eq(pods_count(js, "succeeded"), 40);
+    json_decref(js);
+    ck_assert_int_eq(quota_pods_used(), 0);
+}
+END_TEST
+
+static long creates(void) {
+    return tk_requests(&ks, 0, "create") + tk_requests(&ks, 1, "create") +
+           tk_requests(&ks, 2, "create");
+}
+
+START_TEST(jobset_refusals_idempotency_and_delete) {
+    create_shop();
+    th_resp_t r;
+    long before = creates();
+    const char *bad =
+        "{\"name\": \"Bad_Name\", \"spec\": {\"completions\": 0, \"parallelism\": -1, "
+        "\"restartPolicy\": \"Always\", \"tier\": \"Gold\", \"containers\": [], \"colour\": 1}}";
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, bad, NULL, true, &r), 422);
+    static const char *const pointers[] = {
+        "/name",      "/spec/completions", "/spec/parallelism", "/spec/restartPolicy",
+        "/spec/tier", "/spec/containers",  "/spec/colour"};
+    for (size_t i = 0; i < sizeof pointers / sizeof pointers[0]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "\"pointer\":\"%s\"", pointers[i]);
+        ck_assert_msg(strstr(r.body, want), "%s missing: %s", pointers[i], r.body);
+    }
+    th_resp_free(&r);
+    char *body = jobset_body("once", 2, 2, "[\"sleep\", \"1\"]", NULL);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", viewer, body, NULL, true, &r), 403);
+    th_resp_free(&r);
+    ck_assert_int_eq(creates(), before);
+    /* Idempotency-Key: the retry answers the same and creates nothing more. */
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, body,
+                              "Idempotency-Key: once-1", true, &r),
+                         201);
+        th_resp_free(&r);
+    }
+    ck_assert_int_eq(creates(), before + 2);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, body, NULL, true, &r), 409);
+    th_resp_free(&r);
+    /* Quota: more pods at once than the tier holds. */
+    char *big = jobset_body("big", 30, 30, "[\"true\"]", NULL);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, big, NULL, true, &r), 409);
+    ck_assert_msg(strstr(r.body, "quota"), "%s", r.body);
+    th_resp_free(&r);
+    free(big);
+    ck_assert_int_eq(creates(), before + 2);
+    /* Delete: stale If-Match 412, viewer 403, then 204 and gone from a GET right after. */
+    ck_assert_int_eq(
+        call("DELETE", "/v1/projects/shop/jobsets/once", dev, NULL, "If-Match: \"nope\"", true, &r),
+        412);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop/jobsets/once", viewer, NULL, NULL, true, &r),
+                     403);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop/jobsets/once", dev, NULL, NULL, true, &r),
+                     204);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/jobsets/once", viewer, NULL, NULL, true, &r),
+                     404);
+    th_resp_free(&r);
+    ck_assert_ptr_null(ks_job(0, "once"));
+    ck_assert_ptr_null(ks_job(2, "once"));
+    /* Its pods go with it (background propagation). */
+    for (int i = 0; i < 100 && ks_job_pods(0, "once") + ks_job_pods(2, "once") > 0; i++)
+        sleep_ms(50);
+    ck_assert_int_eq(ks_job_pods(0, "once") + ks_job_pods(2, "once"), 0);
+    ck_assert_int_eq(quota_pods_used(), 0);
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop/jobsets/once", dev, NULL, NULL, true, &r),
+                     404);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/jobsets/once:suspend", dev, NULL, NULL, true, &r), 404);
+    th_resp_free(&r);
+    free(body);
+}
+END_TEST
+
+/* ---- cron jobs ----------------------------------------------------------------------------- */
+
+static char *cron_body(const char *name, const char *schedule, const char *policy) {
+    return fg_xasprintf(
+        "{\"name\": \"%s\", \"labels\": {\"team\": \"search\"}, \"spec\": {\"schedule\": \"%s\", "
+        "\"concurrencyPolicy\": \"%s\", \"jobTemplate\": {\"completions\": 2, \"parallelism\": 2, "
+        "\"placement\": {\"clusterSelector\": {\"matchLabels\": {\"env\": \"prod\"}}}, "
+        "\"containers\": [{\"name\": \"report\", \"image\": "
+        "\"registry.example.net/shop/report:1\", "
+        "\"command\": [\"true\"], \"resources\": {\"requests\": {\"cpu\": \"100m\", \"memory\": "
+        "\"64Mi\"}}}]}}}",
+        name, schedule, policy);
+}
+
+/* The CronJob kubesim holds in cluster i (a new reference, NULL when absent). */
+static json_t *ks_cron(int i, const char *name) {
+    char path[192];
+    json_t *o = NULL;
+    snprintf(path, sizeof path, "/apis/batch/v1/namespaces/shop/cronjobs/%s", name);
+    if (tk_call(&ks, i, "GET", path, NULL, &o) == 200)
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
+static const char *ks_schedule(int i, const char *name, char *buf, size_t len) {
+    json_t *cj = ks_cron(i, name);
+    snprintf(buf, len, "%s",
+             cj ? json_string_value(json_object_get(json_object_get(cj, "spec"), "schedule"))
+                : "(none)");
+    json_decref(cj);
+    return buf;
+}
+
+static void move_clocks(int seconds) {
+    char body[64];
+    snprintf(body, sizeof body, "{\"offsetSeconds\": %d}", seconds);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tk_call(&ks, i, "POST", "/_kubesim/clock", body, NULL), 200);
+}
+
+/* The job sets cron job cron started, as the list shows them. */
+static size_t runs_of(const json_t *list, const char *cron) {
+    size_t n = 0, i;
+    json_t *js;
+    json_array_foreach(json_object_get(list, "items"), i, js) {
+        const json_t *owner = json_object_get(js, "owner");
+        n += json_is_object(owner) &&
+             strcmp(json_string_value(json_object_get(owner, "name")), cron) == 0;
+    }
+    return n;
+}
+
+/* At least *arg runs of nightly, the first one in both of its clusters. */
+static bool has_runs(const json_t *list, const void *arg) {
+    const json_t *first = json_array_get(json_object_get(list, "items"), 0);
+    return runs_of(list, "nightly") >= *(const size_t *)arg &&
+           json_array_size(json_object_get(json_object_get(first, "status"), "clusters")) == 2;
+}
+
+static bool all_runs_succeeded(const json_t *list, const void *arg) {
+    (void)arg;
+    size_t i;
+    json_t *js;
+    json_array_foreach(json_object_get(list, "items"), i, js) {
+        if (!has_phase(js, "Succeeded"))
+            return false;
+    }
+    return true;
+}
+
+START_TEST(cronjob_runs_suspends_triggers_and_changes) {
+    create_shop();
+    th_resp_t r;
+    char *body = cron_body("nightly", "* * * * *", "Allow"), buf[64], etag[128], hdr[160];
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/cronjobs", dev, body, NULL, true, &r), 201);
+    json_t *cj = body_json(&r);
+    th_resp_free(&r);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(cj, "spec"), "schedule")),
+                     "* * * * *");
+    ck_assert_int_eq(json_array_size(json_object_get(cj, "outcomes")), 2);
+    json_decref(cj);
+    free(body);
+    /* One CronJob in each prod cluster, with half the template's work. */
+    for (int i = 0; i < 3; i += 2) {
+        json_t *k = ks_cron(i, "nightly");
+        ck_assert_ptr_nonnull(k);
+        json_t *jt =
+            json_object_get(json_object_get(json_object_get(k, "spec"), "jobTemplate"), "spec");
+        ck_assert_int_eq(json_integer_value(json_object_get(jt, "completions")), 1);
+        ck_assert_int_eq(json_integer_value(json_object_get(jt, "parallelism")), 1);
+        json_decref(k);
+    }
+    ck_assert_ptr_null(ks_cron(1, "nightly"));
+    /* kubesim's clock passes a minute: the run starts in both clusters, as one job set. */
+    move_clocks(61);
+    size_t one = 1;
+    json_t *list = poll_get("/v1/projects/shop/jobsets", has_runs, &one, 10000);
+    ck_assert_msg(list && runs_of(list, "nightly") >= 1, "no scheduled run");
+    json_t *run = json_array_get(json_object_get(list, "items"), 0);
+    ck_assert_int_eq(json_array_size(json_object_get(json_object_get(run, "status"), "clusters")),
+                     2);
+    json_decref(list);
+    list = poll_get("/v1/projects/shop/jobsets", all_runs_succeeded, NULL, 10000);
+    ck_assert_msg(list && all_runs_succeeded(list, NULL), "the run did not succeed");
+    size_t scheduled = runs_of(list, "nightly");
+    json_decref(list);
+    /* Suspended, a passing minute starts nothing. */
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/cronjobs/nightly:suspend", dev, NULL, NULL, true, &r), 200);
+    cj = body_json(&r);
+    th_resp_free(&r);
+    ck_assert(json_is_true(json_object_get(json_object_get(cj, "status"), "suspended")));
+    json_decref(cj);
+    move_clocks(61 + 120);
+    sleep_ms(1500);
+    list = poll_get("/v1/projects/shop/jobsets", all_runs_succeeded, NULL, 0);
+    ck_assert_int_eq(runs_of(list, "nightly"), scheduled);
+    json_decref(list);
+    /* Trigger runs now, even suspended; twice in the same second is two runs. */
+    char names[2][96];
+    for (int t = 0; t < 2; t++) {
+        ck_assert_int_eq(
+            call("POST", "/v1/projects/shop/cronjobs/nightly:trigger", dev, NULL, NULL, true, &r),
+            201);
+        json_t *js = body_json(&r);
+        char loc[160];
+        snprintf(names[t], sizeof names[t], "%s", json_string_value(json_object_get(js, "name")));
+        snprintf(buf, sizeof buf, "/v1/projects/shop/jobsets/%s", names[t]);
+        ck_assert_str_eq(th_header(&r, "Location", loc, sizeof loc), buf);
+        th_resp_free(&r);
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(js, "owner"), "kind")),
+                         "CronJob");
+        ck_assert_int_eq(strncmp(names[t], "nightly-", 8), 0);
+        json_decref(js);
+    }
+    ck_assert_str_ne(names[0], names[1]);
+    snprintf(buf, sizeof buf, "/v1/projects/shop/jobsets/%s", names[1]);
+    json_t *done = poll_get(buf, has_phase, "Succeeded", 10000);
+    ck_assert_msg(done && has_phase(done, "Succeeded"), "the triggered run did not succeed");
+    ck_assert_int_eq(pods_count(done, "succeeded"), 2);
+    json_decref(done);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/cronjobs/nightly:resume", dev, NULL, NULL, true, &r), 200);
+    th_resp_free(&r);
+    /* Replace with If-Match: the schedule changes in every cluster; the old ETag is then stale. */
+    ck_assert_int_eq(
+        call("GET", "/v1/projects/shop/cronjobs/nightly", viewer, NULL, NULL, true, &r), 200);
+    ck_assert_ptr_nonnull(th_header(&r, "ETag", etag, sizeof etag));
+    th_resp_free(&r);
+    snprintf(hdr, sizeof hdr, "If-Match: %s", etag);
+    body = cron_body("nightly", "*/5 * * * *", "Forbid");
+    ck_assert_int_eq(call("PUT", "/v1/projects/shop/cronjobs/nightly", dev, body, hdr, true, &r),
+                     200);
+    th_resp_free(&r);
+    ck_assert_str_eq(ks_schedule(0, "nightly", buf, sizeof buf), "*/5 * * * *");
+    ck_assert_str_eq(ks_schedule(2, "nightly", buf, sizeof buf), "*/5 * * * *");
+    ck_assert_int_eq(call("PUT", "/v1/projects/shop/cronjobs/nightly", dev, body, hdr, true, &r),
+                     412);
+    th_resp_free(&r);
+    free(body);
+    /* Merge patch: only the schedule; a bad one is 422 naming it. */
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/cronjobs/nightly", dev,
+                          "{\"spec\": {\"schedule\": \"0 * * * *\"}}", NULL, true, &r),
+                     200);
+    cj = body_json(&r);
+    th_resp_free(&r);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(cj, "spec"), "concurrencyPolicy")),
+        "Forbid");
+    json_decref(cj);
+    ck_assert_str_eq(ks_schedule(0, "nightly", buf, sizeof buf), "0 * * * *");
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/cronjobs/nightly", dev,
+                          "{\"spec\": {\"schedule\": \"61 * * * *\"}}", NULL, true, &r),
+                     422);
+    ck_assert_msg(strstr(r.body, "\"pointer\":\"/spec/schedule\""), "%s", r.body);
+    th_resp_free(&r);
+    ck_assert_str_eq(ks_schedule(0, "nightly", buf, sizeof buf), "0 * * * *");
+    /* Forbid: a trigger while a run is in progress (here a run of a suspended template) is
+     * refused. */
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/cronjobs/nightly", dev,
+                          "{\"spec\": {\"jobTemplate\": {\"suspend\": true}}}", NULL, true, &r),
+                     200);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/cronjobs/nightly:trigger", dev, NULL, NULL, true, &r), 201);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/cronjobs/nightly:trigger", dev, NULL, NULL, true, &r), 409);
+    ck_assert_msg(strstr(r.body, "Forbid"), "%s", r.body);
+    th_resp_free(&r);
+    char text[65536];
+    ck_assert_msg(strstr(audit_text(text, sizeof text), "trigger CronJob shop/nightly"), "%s",
+                  text);
+    /* Delete: gone everywhere, 404 right after. */
+    ck_assert_int_eq(
+        call("DELETE", "/v1/projects/shop/cronjobs/nightly", dev, NULL, NULL, true, &r), 204);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        call("GET", "/v1/projects/shop/cronjobs/nightly", viewer, NULL, NULL, true, &r), 404);
+    th_resp_free(&r);
+    ck_assert_ptr_null(ks_cron(0, "nightly"));
+    ck_assert_ptr_null(ks_cron(2, "nightly"));
+}
+END_TEST
+
+START_TEST(cronjob_refusals) {
+    create_shop();
+    th_resp_t r;
+    long before = creates();
+    const char *bad = "{\"name\": \"a-name-that-is-far-too-long-for-a-cron-job-to-carry-x\", "
+                      "\"spec\": {\"schedule\": \"* * *\", \"concurrencyPolicy\": \"Sometimes\", "
+                      "\"timeZone\": \"Not A Zone\", \"jobTemplate\": {\"containers\": []}}}";
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/cronjobs", dev, bad, NULL, true, &r), 422);
+    static const char *const pointers[] = {"/name", "/spec/schedule", "/spec/concurrencyPolicy",
+                                           "/spec/timeZone", "/spec/jobTemplate/containers"};
+    for (size_t i = 0; i < sizeof pointers / sizeof pointers[0]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "\"pointer\":\"%s\"", pointers[i]);
+        ck_assert_msg(strstr(r.body, want), "%s missing: %s", pointers[i], r.body);
+    }
+    th_resp_free(&r);
+    char *body = cron_body("weekly", "@weekly", "Forbid");
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/cronjobs", viewer, body, NULL, true, &r), 403);
+    th_resp_free(&r);
+    ck_assert_int_eq(creates(), before);
+    for (int i = 0; i < 2; i++) { /* Idempotency-Key: created once */
+        ck_assert_int_eq(call("POST", "/v1/projects/shop/cronjobs", dev, body,
+                              "Idempotency-Key: weekly-1", true, &r),
+                         201);
+        th_resp_free(&r);
+    }
+    ck_assert_int_eq(creates(), before + 2);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/cronjobs", dev, body, NULL, true, &r), 409);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/cronjobs/weekly:trigger", viewer, NULL, NULL, true, &r),
+        403);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/cronjobs/weekly:trigger", dev, NULL,
+                          "If-Match: \"stale\"", true, &r),
+                     412);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/cronjobs/none:trigger", dev, NULL, NULL, true, &r), 404);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/cronjobs/weekly", dev,
+                          "{\"name\": \"other\"}", NULL, true, &r),
+                     422);
+    ck_assert_msg(strstr(r.body, "\"pointer\":\"/name\""), "%s", r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(creates(), before + 2);
+    free(body);
+}
+END_TEST
+
+/* ---- scalers: a manual scale within their bounds --------------------------------------------- */
+
+static bool scaler_max(const json_t *sc, const void *arg) {
+    return json_integer_value(json_object_get(json_object_get(sc, "spec"), "maxReplicas")) ==
+           *(const long *)arg;
+}
+
+START_TEST(scale_outside_a_scalers_bounds_is_refused) {
+    create_shop();
+    th_resp_t r;
+    char *body = fg_xasprintf("{\"name\": \"web\", \"spec\": {\"replicas\": 4, \"placement\": "
+                              "{\"clusterSelector\": {\"matchLabels\": {\"env\": \"prod\"}}}, "
+                              "\"containers\": %s}}",
+                              two_containers);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+    /* An HPA in each cluster of the app, made as kubectl would (1..5 each: 2..10 in all). */
+    const char *hpa = "{\"apiVersion\": \"autoscaling/v2\", \"kind\": \"HorizontalPodAutoscaler\", "
+                      "\"metadata\": {\"name\": \"web\"}, \"spec\": {\"scaleTargetRef\": "
+                      "{\"apiVersion\": \"apps/v1\", \"kind\": \"Deployment\", \"name\": \"web\"}, "
+                      "\"minReplicas\": 1, \"maxReplicas\": 5, \"metrics\": [{\"type\": "
+                      "\"Resource\", \"resource\": {\"name\": \"cpu\", \"target\": {\"type\": "
+                      "\"Utilization\", \"averageUtilization\": 70}}}]}}";
+    for (int i = 0; i < 3; i += 2)
+        ck_assert_int_eq(tk_call(&ks, i, "POST",
+                                 "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers",
+                                 hpa, NULL),
+                         201);
+    long ten = 10;
+    json_t *sc = poll_get("/v1/projects/shop/scalers/web", scaler_max, &ten, 5000);
+    ck_assert_msg(sc && scaler_max(sc, &ten), "the scaler is not in the cache");
+    json_decref(sc);
+    long patches = tk_requests(&ks, 0, "patch") + tk_requests(&ks, 2, "patch");
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/apps/web:scale", dev, "{\"replicas\": 12}", NULL, true, &r),
+        409);
+    ck_assert_msg(strstr(r.body, "scaler web between 2 and 10 replicas") &&
+                      strstr(r.body, "12 is outside"),
+                  "%s", r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps/web:scale?dryRun=true", dev,
+                          "{\"replicas\": 1}", NULL, true, &r),
+                     409);
+    th_resp_free(&r);
+    ck_assert_int_eq(tk_requests(&ks, 0, "patch") + tk_requests(&ks, 2, "patch"), patches);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/apps/web:scale", dev, "{\"replicas\": 6}", NULL, true, &r),
+        200);
+    json_t *a = body_json(&r);
+    th_resp_free(&r);
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(a, "status"), "replicas"), "desired")),
+                     6);
+    json_decref(a);
+}
+END_TEST
+
+static long desired_of(const json_t *a, const void *arg) {
+    (void)arg;
+    return (long)json_integer_value(
+        json_object_get(json_object_get(json_object_get(a, "status"), "replicas"), "desired"));
+}
+
+static bool app_desired(const json_t *a, const void *arg) {
+    return desired_of(a, NULL) == *(const long *)arg;
+}
+
+/* What a metrics pipeline reports: the app's CPU at pct of its requests, in cluster i. */
+static void cpu_load(int i, int pct) {
+    char body[256];
+    snprintf(body, sizeof body,
+             "{\"status\": {\"currentMetrics\": [{\"type\": \"Resource\", \"resource\": {\"name\": "
+             "\"cpu\", \"current\": {\"averageUtilization\": %d}}}]}}",
+             pct);
+    ck_assert_int_eq(
+        tk_call(&ks, i, "PATCH",
+                "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/web/status", body,
+                NULL),
+        200);
+}
+
+static json_t *ks_hpa(int i) {
+    json_t *o = NULL;
+    if (tk_call(&ks, i, "GET", "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/web",
+                NULL, &o) == 200)
+        return o;
+    json_decref(o);
+    return NULL;
+}
+
+START_TEST(scaler_keeps_the_app_within_bounds_and_follows_it) {
+    create_shop();
+    th_resp_t r;
+    char *body = fg_xasprintf("{\"name\": \"web\", \"spec\": {\"replicas\": 2, \"placement\": "
+                              "{\"clusterSelector\": {\"matchLabels\": {\"env\": \"prod\"}}}, "
+                              "\"containers\": %s}}",
+                              two_containers);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+    const char *scaler =
+        "{\"name\": \"web\", \"labels\": {\"team\": \"shop\"}, \"spec\": {\"app\": "
+        "\"web\", \"minReplicas\": 2, \"maxReplicas\": 6, \"targets\": "
+        "{\"cpuUtilization\": 50}, \"cooldown\": {\"scaleUpSeconds\": 0, "
+        "\"scaleDownSeconds\": 0}}}";
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/scalers", viewer, scaler, NULL, true, &r),
+                     403);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/scalers", dev, scaler, NULL, true, &r), 201);
+    json_t *sc = body_json(&r);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(sc, "spec"), "minReplicas")), 2);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(sc, "spec"), "maxReplicas")), 6);
+    json_decref(sc);
+    /* One HPA in each of the app's clusters with half the bounds; none in c1. */
+    for (int i = 0; i < 3; i += 2) {
+        json_t *h = ks_hpa(i);
+        ck_assert_ptr_nonnull(h);
+        ck_assert_int_eq(
+            json_integer_value(json_object_get(json_object_get(h, "spec"), "minReplicas")), 1);
+        ck_assert_int_eq(
+            json_integer_value(json_object_get(json_object_get(h, "spec"), "maxReplicas")), 3);
+        json_decref(h);
+    }
+    ck_assert_ptr_null(ks_hpa(1));
+    /* Load goes up: the app grows to the scaler's max over all clusters, and no further. */
+    cpu_load(0, 400);
+    cpu_load(2, 400);
+    long want = 6;
+    json_t *a = poll_get("/v1/projects/shop/apps/web", app_desired, &want, 10000);
+    ck_assert_msg(a && app_desired(a, &want), "app not at 6: %ld", a ? desired_of(a, NULL) : -1);
+    json_decref(a);
+    /* Load falls: down to the scaler's min. */
+    cpu_load(0, 5);
+    cpu_load(2, 5);
+    want = 2;
+    a = poll_get("/v1/projects/shop/apps/web", app_desired, &want, 10000);
+    ck_assert_msg(a && app_desired(a, &want), "app not at 2: %ld", a ? desired_of(a, NULL) : -1);
+    json_decref(a);
+    /* A manual scale past max is refused. */
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/apps/web:scale", dev, "{\"replicas\": 7}", NULL, true, &r),
+        409);
+    th_resp_free(&r);
+    /* Merge patch with If-Match: a new max, divided again. */
+    char etag[128], hdr[160];
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/scalers/web", viewer, NULL, NULL, true, &r),
+                     200);
+    ck_assert_ptr_nonnull(th_header(&r, "ETag", etag, sizeof etag));
+    th_resp_free(&r);
+    snprintf(hdr, sizeof hdr, "If-Match: %s", etag);
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/scalers/web", dev,
+                          "{\"spec\": {\"maxReplicas\": 8}}", hdr, true, &r),
+                     200);
+    th_resp_free(&r);
+    json_t *h = ks_hpa(2);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(h, "spec"), "maxReplicas")),
+                     4);
+    json_decref(h);
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/scalers/web", dev,
+                          "{\"spec\": {\"maxReplicas\": 9}}", "If-Match: \"stale\"", true, &r),
+                     412);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/scalers/web", dev,
+                          "{\"spec\": {\"minReplicas\": 9, \"schedules\": [{\"name\": \"x\"}]}}",
+                          NULL, true, &r),
+                     422);
+    ck_assert_msg(strstr(r.body, "\"pointer\":\"/spec/minReplicas\"") &&
+                      strstr(r.body, "\"pointer\":\"/spec/schedules\""),
+                  "%s", r.body);
+    th_resp_free(&r);
+    /* The app moves to c1 (env=dev): its scaler follows (an HPA there with all the bounds, none
+     * left behind). */
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/apps/web", dev,
+                          "{\"spec\": {\"placement\": {\"clusterSelector\": {\"matchLabels\": "
+                          "{\"env\": \"dev\"}}}}}",
+                          NULL, true, &r),
+                     200);
+    th_resp_free(&r);
+    h = ks_hpa(1);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(h, "spec"), "minReplicas")),
+                     2);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(h, "spec"), "maxReplicas")),
+                     8);
+    json_decref(h);
+    ck_assert_ptr_null(ks_hpa(0));
+    ck_assert_ptr_null(ks_hpa(2));
+    /* Refusals on create: no such app; fewer min replicas than the app's clusters. */
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/scalers", dev,
+                          "{\"name\": \"x\", \"spec\": {\"app\": \"nope\", \"minReplicas\": 1, "
+                          "\"maxReplicas\": 2, \"targets\": {\"memoryUtilization\": 80}}}",
+                          NULL, true, &r),
+                     422);
+    ck_assert_msg(strstr(r.body, "\"pointer\":\"/spec/app\""), "%s", r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/scalers", dev,
+                          "{\"name\": \"x\", \"spec\": {\"app\": \"web\", \"minReplicas\": 3, "
+                          "\"maxReplicas\": 2, \"targets\": {}}}",
+                          NULL, true, &r),
+                     422);
+    ck_assert_msg(strstr(r.body, "\"pointer\":\"/spec/targets\""), "%s", r.body);
+    th_resp_free(&r);
+    /* Delete: the HPAs go. */
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop/scalers/web", dev, NULL, NULL, true, &r),
+                     204);
+    th_resp_free(&r);
+    ck_assert_ptr_null(ks_hpa(1));
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/scalers/web", viewer, NULL, NULL, true, &r),
+                     404);
+    th_resp_free(&r);
+}
+END_TEST
+
+static Suite *jobs_suite(void) {
+    Suite *s = suite_create("jobs");
+    TCase *tp = tcase_create("pods");
+    tcase_add_checked_fixture(tp, setup, teardown);
+    tcase_set_timeout(tp, 120);
+    tcase_add_test(tp, pod_restart_container_in_place);
+    tcase_add_test(tp, pod_delete_is_replaced_by_its_app);
+    suite_add_tcase(s, tp);
+    TCase *tj = tcase_create("jobsets");
+    tcase_add_checked_fixture(tj, setup, teardown);
+    tcase_set_timeout(tj, 120);
+    tcase_add_test(tj, jobset_runs_to_succeeded_over_two_clusters);
+    tcase_add_test(tj, jobset_with_failing_pods_ends_failed_with_reason);
+    tcase_add_test(tj, jobset_suspend_stops_and_resume_restarts_pods);
+    tcase_add_test(tj, jobset_refusals_idempotency_and_delete);
+    suite_add_tcase(s, tj);
+    TCase *tc = tcase_create("cronjobs");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, cronjob_runs_suspends_triggers_and_changes);
+    tcase_add_test(tc, cronjob_refusals);
+    suite_add_tcase(s, tc);
+    TCase *ts = tcase_create("scalers");
+    tcase_add_checked_fixture(ts, setup, teardown);
+    tcase_set_timeout(ts, 120);
+    tcase_add_test(ts, scale_outside_a_scalers_bounds_is_refused);
+    tcase_add_test(ts, scaler_keeps_the_app_within_bounds_and_follows_it);
+    suite_add_tcase(s, ts);
+    return s;
+}
+
+int main(void) {
+    return tm_run(jobs_suite());
+}
