@@ -3,7 +3,7 @@
 # do not move with the machine's load, so a regression shows as a number).
 #
 #   make bench-callgrind      (or FG_BUILD=build tests/bench/callgrind_get.sh)
-#   BENCH_GETS=3000 BENCH_WORKERS=2
+#   BENCH_GETS=3000 BENCH_WORKERS=2 BENCH_KEEP=<dir: keep the two callgrind files there>
 #
 # The GET is issue 18's hot path as shipped: authenticated (an RS256 token), rate-limited (the
 # read limit, through Redis), access-logged (log.access_log on), of one cached pod (the mirror
@@ -116,6 +116,7 @@ echo "callgrind_get: fleetgate under callgrind, $workers workers, $gets GETs of 
     "(RS256 token, read rate limit, access log on), minus an idle run"
 run_daemon measured
 run_daemon idle
+if [ -n "${BENCH_KEEP:-}" ]; then mkdir -p "$BENCH_KEEP" && cp "$tmp"/measured.out "$tmp"/idle.out "$BENCH_KEEP"/; fi
 measured=$(cat "$tmp/measured.total")
 idle=$(cat "$tmp/idle.total")
 [ -n "$measured" ] && [ -n "$idle" ] || { echo "callgrind_get: no callgrind totals"; exit 1; }
