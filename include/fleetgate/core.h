@@ -63,6 +63,8 @@ void fg_buf_init(fg_buf_t *b, size_t max);
 int fg_buf_append(fg_buf_t *b, const void *data, size_t n);
 int fg_buf_appendf(fg_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int fg_buf_vappendf(fg_buf_t *b, const char *fmt, va_list ap);
+/* Makes room for extra more bytes (and the NUL) at once: FG_OK, or FG_ETOOBIG past max. */
+int fg_buf_reserve(fg_buf_t *b, size_t extra);
 /* The length (1-4) of the valid UTF-8 character at s (n bytes available), or 0 when the byte
  * at s does not start one (stray continuation, overlong form, surrogate, truncated). */
 size_t fg_utf8_len(const char *s, size_t n);

@@ -81,11 +81,15 @@ typedef struct conn {
     fg_req_t *req; /* the request whose line MHD has parsed, until its completion */
 } conn_t;
 
+/* A header line a handler added: name and value in the request's header_text, or (when that is
+ * full) each allocated and owned. */
 typedef struct {
     char *name, *value;
+    bool owned;
 } header_t;
 
 #define MAX_REPLY_HEADERS 16
+#define REPLY_HEADER_TEXT 768         /* bytes of the handlers' header lines held in the request */
 #define ACCESS_PATH_MAX   2048        /* bytes of the path in an access-log line */
 #define ACCESS_LINE_MAX   32768       /* an access line: every field is bounded well below it */
 #define TARGET_MAX        (10u << 10) /* the request target; longer: 414 */
@@ -117,8 +121,10 @@ struct fg_req {
     bool replied;
     header_t headers[MAX_REPLY_HEADERS];
     size_t nheaders;
-    char *principal;  /* shown in the access log; NULL when anonymous */
-    void *gate_state; /* the gate's per-request object */
+    size_t header_text_used;
+    char header_text[REPLY_HEADER_TEXT]; /* the usual header lines, without an allocation each */
+    char *principal;                     /* shown in the access log; NULL when anonymous */
+    void *gate_state;                    /* the gate's per-request object */
     void (*gate_state_free)(void *);
     bool sealed;              /* the seal hook ran (it runs once, even when it refuses) */
     fg_http_stream_t *stream; /* set when the handler parked the request (fg_req_park) */
@@ -240,12 +246,31 @@ void *fg_req_gate_state(const fg_req_t *req) {
     return req->gate_state;
 }
 
+static void free_headers(fg_req_t *req) {
+    for (size_t i = 0; i < req->nheaders; i++)
+        if (req->headers[i].owned) {
+            free(req->headers[i].name);
+            free(req->headers[i].value);
+        }
+    req->nheaders = 0;
+    req->header_text_used = 0;
+}
+
 void fg_req_add_header(fg_req_t *req, const char *name, const char *value) {
     if (req->nheaders == MAX_REPLY_HEADERS)
         abort();
-    req->headers[req->nheaders].name = fg_xstrdup(name);
-    req->headers[req->nheaders].value = fg_xstrdup(value);
-    req->nheaders++;
+    header_t *h = &req->headers[req->nheaders++];
+    size_t nlen = strlen(name) + 1, vlen = strlen(value) + 1;
+    if (nlen + vlen > sizeof req->header_text - req->header_text_used) {
+        *h = (header_t){.name = fg_xstrdup(name), .value = fg_xstrdup(value), .owned = true};
+        return;
+    }
+    h->name = req->header_text + req->header_text_used;
+    memcpy(h->name, name, nlen);
+    h->value = h->name + nlen;
+    memcpy(h->value, value, vlen);
+    h->owned = false;
+    req->header_text_used += nlen + vlen;
 }
 
 /* ---- replies ----------------------------------------------------------- */
@@ -318,11 +343,7 @@ int fg_reply_take(fg_req_t *req, unsigned status, const char *content_type, char
 static int reply_audit_unavailable(fg_req_t *req) {
     /* The headers the handler or the seal added (RateLimit-*, Location...) describe an answer
      * that is not sent. */
-    for (size_t i = 0; i < req->nheaders; i++) {
-        free(req->headers[i].name);
-        free(req->headers[i].value);
-    }
-    req->nheaders = 0;
+    free_headers(req);
     return fg_reply_problem(req, FG_PROBLEM_AUDIT_UNAVAILABLE,
                             "the audit log cannot be written, so the call is refused");
 }
@@ -854,32 +875,58 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
     return req_new(cls, conn, uri);
 }
 
-/* Appends ,"key":"value" with value shown as in every log line (cleaned, cut at max bytes). */
-static void put_str(fg_buf_t *b, const char *key, const char *value, size_t max) {
-    fg_buf_appendf(b, ",\"%s\":\"", key);
+/* Appends a member's opening (,"key":") given as a literal, then value shown as in every log
+ * line (cleaned, cut at max bytes), then the closing quote: no formatting on this path. */
+#define PUT_STR(b, key, value, max)                                                                \
+    put_str(b, ",\"" key "\":\"", sizeof(",\"" key "\":\"") - 1, value, max)
+
+static void put_str(fg_buf_t *b, const char *open, size_t open_len, const char *value, size_t max) {
+    fg_buf_append(b, open, open_len);
     fg_buf_append_json_clean(b, value, strlen(value), max);
     fg_buf_append(b, "\"", 1);
 }
 
-/* One access line, formatted straight into a buffer (no JSON tree: this runs on every request)
- * and handed to the log's batch. Same members, in the same order, as every other log line. */
+static void put_u64(fg_buf_t *b, uint64_t v) {
+    char digits[24];
+    size_t at = sizeof digits;
+    do {
+        digits[--at] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    fg_buf_append(b, digits + at, sizeof digits - at);
+}
+
+/* One access line, formatted straight into a buffer (no JSON tree, and only the duration goes
+ * through printf: this runs on every request) and handed to the log's batch. Same members, in
+ * the same order, as every other log line. */
 static void access_log(const fg_req_t *req, double seconds) {
+    static const char head[] = "{\"ts\":\"", level[] = "\",\"level\":\"info\",\"msg\":\"access\"";
     char ts[40], ms[32];
     fg_buf_t b;
     fg_buf_init(&b, ACCESS_LINE_MAX);
+    fg_buf_reserve(&b, 480); /* a usual line whole: one allocation */
     fg_format_time_ms(fg_wall_ms(), ts, sizeof ts);
-    fg_buf_appendf(&b, "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"access\"", ts);
-    put_str(&b, "requestId", req->id, sizeof req->id);
-    put_str(&b, "method", req->method, 64);
-    put_str(&b, "client", req->client, sizeof req->client);
-    put_str(&b, "path", req->path, ACCESS_PATH_MAX);
-    put_str(&b, "route", fg_req_route_name(req), 128);
+    fg_buf_append(&b, head, sizeof head - 1);
+    fg_buf_append(&b, ts, strlen(ts));
+    fg_buf_append(&b, level, sizeof level - 1);
+    PUT_STR(&b, "requestId", req->id, sizeof req->id);
+    PUT_STR(&b, "method", req->method, 64);
+    PUT_STR(&b, "client", req->client, sizeof req->client);
+    PUT_STR(&b, "path", req->path, ACCESS_PATH_MAX);
+    PUT_STR(&b, "route", fg_req_route_name(req), 128);
     if (req->principal)
-        put_str(&b, "principal", req->principal, 1024);
+        PUT_STR(&b, "principal", req->principal, 1024);
+    fg_buf_append(&b, ",\"status\":", 10);
+    put_u64(&b, req->status);
+    fg_buf_append(&b, ",\"bytes\":", 9);
+    put_u64(&b, req->bytes_out);
     /* durationMs as jansson prints a real with six significant digits */
-    snprintf(ms, sizeof ms, "%.6g", seconds * 1000.0);
-    fg_buf_appendf(&b, ",\"status\":%u,\"bytes\":%llu,\"durationMs\":%s%s}\n", req->status,
-                   (unsigned long long)req->bytes_out, ms, strpbrk(ms, ".e") ? "" : ".0");
+    int n = snprintf(ms, sizeof ms, "%.6g", seconds * 1000.0);
+    fg_buf_append(&b, ",\"durationMs\":", 14);
+    fg_buf_append(&b, ms, (size_t)n);
+    if (strpbrk(ms, ".e") == NULL)
+        fg_buf_append(&b, ".0", 2);
+    fg_buf_append(&b, "}\n", 2);
     if (b.data && b.data[b.len - 1] == '\n')
         fg_log_batched(b.data, b.len);
     fg_buf_free(&b);
@@ -921,10 +968,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (req->gate_state && req->gate_state_free)
         req->gate_state_free(req->gate_state);
     free(req->principal);
-    for (size_t i = 0; i < req->nheaders; i++) {
-        free(req->headers[i].name);
-        free(req->headers[i].value);
-    }
+    free_headers(req);
     json_decref(req->json);
     fg_buf_free(&req->body);
     fg_route_match_clear(&req->match);
