@@ -5,5 +5,14 @@
 
 .PHONY: bench-callgrind
 
-bench-callgrind: all
+bench-callgrind: all $(BARE_MHD)
 	FG_BUILD=$(BUILD) tests/bench/callgrind_get.sh
+
+# The bare libmicrohttpd server bench-callgrind measures fleetgate against (built by `make`, so
+# it cannot rot).
+BARE_MHD := $(BUILD)/bench/bare_mhd
+ALL_BINS += $(BARE_MHD)
+
+$(BARE_MHD): $(BUILD)/obj/tests/bench/bare_mhd.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)

@@ -323,6 +323,30 @@ static int queue(fg_req_t *req, unsigned status, const char *content_type, void 
     return r == MHD_YES ? FG_OK : FG_ERR;
 }
 
+static void prepared_gone(void *cls) {
+    fg_prepared_unref(cls);
+}
+
+int fg_reply_prepared(fg_req_t *req, unsigned status, const char *content_type, fg_prepared_t *p) {
+    if (req->replied)
+        return FG_ERR;
+    if (!run_seal(req, status))
+        return reply_audit_unavailable(req);
+    struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback_cls(
+        p->len, p->text, prepared_gone, fg_prepared_ref(p));
+    if (resp == NULL) {
+        fg_prepared_unref(p);
+        return FG_ERR;
+    }
+    add_headers(req, resp, content_type);
+    enum MHD_Result r = fg_http_queue(req->conn, status, resp);
+    MHD_destroy_response(resp);
+    req->replied = true;
+    req->status = status;
+    req->bytes_out = p->len;
+    return r == MHD_YES ? FG_OK : FG_ERR;
+}
+
 int fg_reply_json(fg_req_t *req, unsigned status, json_t *body) {
     size_t len;
     char *text = fg_json_dumps(body, &len);

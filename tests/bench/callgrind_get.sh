@@ -14,19 +14,25 @@
 #   - idle: start, the same 20 warm-up GETs, then as long a wait as the GETs took, SIGTERM.
 # Instructions per GET = (measured - idle) / BENCH_GETS: start-up, warm-up, the background
 # threads' wake-ups and shutdown cancel out. Also prints the functions that cost most per GET
-# (self cost, the same difference). Not part of `make test`.
+# (self cost, the same difference). The reference, measured the same way with the same request
+# bytes: build/bench/bare_mhd, a libmicrohttpd server with fleetgate's daemon flags and memory
+# pool answering a fixed body of the pod answer's size (issue 18's goal: fleetgate <= 2x the
+# bare server). Not part of `make test`.
 set -euo pipefail
 
 build=${FG_BUILD:-build}
 gets=${BENCH_GETS:-3000}
 workers=${BENCH_WORKERS:-2}
 fleetgate=$build/fleetgate
+bare=$build/bench/bare_mhd
+pool_bytes=16384 # MHD_POOL_BYTES in src/http/server.c: the bare server gets the same pool
 
 for tool in valgrind callgrind_annotate redis-server redis-cli openssl curl; do
     command -v "$tool" >/dev/null 2>&1 ||
         { echo "callgrind_get: $tool is missing (make deps)"; exit 1; }
 done
-[ -x "$fleetgate" ] || { echo "callgrind_get: $fleetgate is missing (make all)"; exit 1; }
+[ -x "$fleetgate" ] && [ -x "$bare" ] ||
+    { echo "callgrind_get: $fleetgate or $bare is missing (make all)"; exit 1; }
 bench=callgrind_get
 . "$(dirname "$0")/lib.sh"
 bench_tmp fg-bench-callgrind
@@ -65,12 +71,13 @@ EOF
 pod=$(redis-cli -p "$redis_port" zrange fg:i:pod:bench-a:demo 0 0)
 url="http://127.0.0.1:$fg_port/v1/projects/demo/pods/$pod"
 
-gets_config() { # N: a curl config for N GETs of the pod, one after another on one connection
+pick_port bare_port
+bare_url="http://127.0.0.1:$bare_port/v1/projects/demo/pods/$pod"
+
+gets_config() { # N URL: a curl config for N GETs, one after another on one connection
     printf 'header = "Authorization: Bearer %s"\nwrite-out = "%%{http_code}\\n"\n' "$token"
-    for _ in $(seq 1 "$1"); do printf 'url = "%s"\noutput = "/dev/null"\n' "$url"; done
+    for _ in $(seq 1 "$1"); do printf 'url = "%s"\noutput = "/dev/null"\n' "$2"; done
 }
-gets_config 20 >"$tmp/warm.curl"
-gets_config "$gets" >"$tmp/gets.curl"
 
 run_gets() { # CONFIG N: the GETs; every answer must be a 200
     local codes
@@ -79,21 +86,25 @@ run_gets() { # CONFIG N: the GETs; every answer must be a 200
         { echo "callgrind_get: not every GET answered 200: $(sort <<<"$codes" | uniq -c | tr '\n' ' ')"; exit 1; }
 }
 
-# run_daemon NAME: fleetgate under callgrind; warm-up, then the GETs (measured) or a wait as long
-# as they took (idle); its total instructions in $tmp/NAME.total.
+# run_daemon NAME URL COMMAND...: COMMAND under callgrind; warm-up, then the GETs (NAME
+# measured*) or a wait as long as they took (idle*); its total instructions in $tmp/NAME.total.
 gets_seconds=0
 run_daemon() {
-    valgrind --tool=callgrind --callgrind-out-file="$tmp/$1.out" "$fleetgate" \
-        -c "$tmp/fleetgate.json" >"$tmp/$1.log" 2>&1 &
+    local name=$1 url=$2
+    shift 2
+    gets_config 20 "$url" >"$tmp/warm.curl"
+    gets_config "$gets" "$url" >"$tmp/gets.curl"
+    valgrind --tool=callgrind --callgrind-out-file="$tmp/$name.out" "$@" >"$tmp/$name.log" 2>&1 &
     local pid=$!
     pids+=($pid)
+    set -- "$name"
     for _ in $(seq 1 600); do
-        curl -fsS -o /dev/null -H "Authorization: Bearer $token" "$url" 2>/dev/null && break
+        curl -fsS -o "$tmp/answer.json" -H "Authorization: Bearer $token" "$url" 2>/dev/null && break
         kill -0 "$pid" 2>/dev/null || { echo "callgrind_get: fleetgate died (see $1.log)"; cat "$tmp/$1.log"; exit 1; }
         sleep 0.1
     done
     run_gets "$tmp/warm.curl" 20
-    if [ "$1" = measured ]; then
+    if [ "${1#measured}" != "$1" ]; then
         local t0 t1
         t0=$(date +%s%N)
         run_gets "$tmp/gets.curl" "$gets"
@@ -114,8 +125,12 @@ run_daemon() {
 
 echo "callgrind_get: fleetgate under callgrind, $workers workers, $gets GETs of a cached pod" \
     "(RS256 token, read rate limit, access log on), minus an idle run"
-run_daemon measured
-run_daemon idle
+run_daemon measured "$url" "$fleetgate" -c "$tmp/fleetgate.json"
+size=$(stat -c %s "$tmp/answer.json")
+fg_seconds=$gets_seconds
+run_daemon idle "$url" "$fleetgate" -c "$tmp/fleetgate.json"
+run_daemon measured-bare "$bare_url" "$bare" "$bare_port" "$size" "$workers" "$pool_bytes"
+run_daemon idle-bare "$bare_url" "$bare" "$bare_port" "$size" "$workers" "$pool_bytes"
 if [ -n "${BENCH_KEEP:-}" ]; then mkdir -p "$BENCH_KEEP" && cp "$tmp"/measured.out "$tmp"/idle.out "$BENCH_KEEP"/; fi
 measured=$(cat "$tmp/measured.total")
 idle=$(cat "$tmp/idle.total")
@@ -124,10 +139,15 @@ lines=$(grep -c '"msg":"access"' "$tmp/measured.log" || true)
 [ "$lines" -ge "$gets" ] ||
     { echo "callgrind_get: $lines access lines for $gets GETs: the access log is not on the path"; exit 1; }
 
-echo "the $gets GETs took ${gets_seconds}s under valgrind"
+echo "the $gets GETs took ${fg_seconds}s under valgrind"
 echo "top functions per GET (self instructions, measured - idle):"
 awk -F'\t' -v n="$gets" 'NR == FNR {idle[$2] = $1; next} {d = ($1 - idle[$2]) / n; if (d > 0) print d "\t" $2}' \
     "$tmp/idle.functions" "$tmp/measured.functions" | sort -rn |
     awk -F'\t' 'NR <= 12 {printf "  %10.0f  %s\n", $1, $2}'
-awk -v m="$measured" -v i="$idle" -v n="$gets" \
-    'BEGIN {printf "instructions per GET: %.0f (measured %d - idle %d, / %d)\n", (m - i) / n, m, i, n}'
+bare_measured=$(cat "$tmp/measured-bare.total")
+bare_idle=$(cat "$tmp/idle-bare.total")
+awk -v m="$measured" -v i="$idle" -v n="$gets" -v bm="$bare_measured" -v bi="$bare_idle" -v size="$size" \
+    'BEGIN {f = (m - i) / n; b = (bm - bi) / n
+            printf "bare libmicrohttpd server (same flags and pool, a fixed %d-byte body): %.0f per GET\n", size, b
+            printf "instructions per GET: %.0f (measured %d - idle %d, / %d)\n", f, m, i, n
+            printf "fleetgate / bare server: %.2f (issue 18: <= 2)\n", f / b}'
