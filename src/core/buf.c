@@ -116,9 +116,21 @@ size_t fg_utf8_shown(const char *s, size_t n, char hex[5], const char **piece, s
     return seq;
 }
 
+static bool plain_ascii(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\')
+            return false;
+    }
+    return true;
+}
+
 int fg_buf_append_json_clean(fg_buf_t *b, const char *s, size_t n, size_t max) {
     size_t before = b->len, i = 0, shown = 0;
     int rc = FG_OK;
+    /* the usual case (ids, addresses, routes, paths): shown and escaped as itself, in one copy */
+    if (n <= max && plain_ascii(s, n))
+        return fg_buf_append(b, s, n);
     while (i < n && rc == FG_OK) {
         /* the longest run shown as itself (UTF-8, no NUL) that fits, in one escaped append */
         size_t run = 0, seq;

@@ -78,7 +78,8 @@ typedef struct conn {
     uint64_t since_ns; /* when the phase began */
     /* Only the connection's own MHD thread touches these two (the watchdog never does). */
     fg_http_server_t *srv;
-    fg_req_t *req; /* the request whose line MHD has parsed, until its completion */
+    fg_req_t *req;   /* the request whose line MHD has parsed, until its completion */
+    char client[64]; /* the peer's address, numeric: made once per connection */
 } conn_t;
 
 /* A header line a handler added: name and value in the request's header_text, or (when that is
@@ -601,10 +602,13 @@ static fg_req_t *req_new(fg_http_server_t *srv, struct MHD_Connection *conn, con
     req->conn = conn;
     req->start_ns = fg_now_ns();
     req->raw_target = fg_xstrdup(raw ? raw : "");
-    client_address(conn, req->client, sizeof req->client);
     req->conn_state = conn_state_of(conn);
-    if (req->conn_state)
+    if (req->conn_state) {
         req->conn_state->req = req;
+        memcpy(req->client, req->conn_state->client, sizeof req->client);
+    } else {
+        client_address(conn, req->client, sizeof req->client);
+    }
     return req;
 }
 
@@ -1081,7 +1085,7 @@ fg_refusal_how_t fg_http_library_refusal(struct MHD_Connection *conn, unsigned s
             early.path = c->req->raw_target;
             where = early.path;
         } else {
-            client_address(conn, early.client, sizeof early.client);
+            memcpy(early.client, c->client, sizeof early.client);
             snprintf(instance, sizeof instance, "urn:fleetgate:request:%s", early.id);
         }
     } else {
@@ -1125,6 +1129,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         c->phase = CONN_HEAD;
         c->since_ns = fg_now_ns();
         c->srv = srv;
+        client_address(conn, c->client, sizeof c->client);
         pthread_mutex_lock(&srv->conns_mu);
         c->next = srv->conns;
         if (srv->conns)
