@@ -1061,9 +1061,55 @@ static bool send_now(struct MHD_Connection *conn, unsigned status, const char *i
     return true;
 }
 
+/* fleetgate's own daemons: the library's refusals are made fleetgate's only on their
+ * connections. Another libmicrohttpd server in the process (a test's, kubesim's, which links
+ * this file too) keeps its own answers, and its socket contexts are never read as conn_t. */
+#define OWN_DAEMONS_MAX 64
+static pthread_mutex_t own_mu = PTHREAD_MUTEX_INITIALIZER;
+static fg_http_server_t *own_daemons[OWN_DAEMONS_MAX];
+
+static void own_daemon_add(fg_http_server_t *srv) {
+    pthread_mutex_lock(&own_mu);
+    for (size_t i = 0; i < OWN_DAEMONS_MAX; i++)
+        if (own_daemons[i] == NULL) {
+            own_daemons[i] = srv;
+            break;
+        }
+    pthread_mutex_unlock(&own_mu);
+}
+
+static void own_daemon_remove(fg_http_server_t *srv) {
+    pthread_mutex_lock(&own_mu);
+    for (size_t i = 0; i < OWN_DAEMONS_MAX; i++)
+        if (own_daemons[i] == srv)
+            own_daemons[i] = NULL;
+    pthread_mutex_unlock(&own_mu);
+}
+
+/* conn's state when it is a connection of one of fleetgate's servers, else NULL. Its socket
+ * context is only compared, never read, until found in a server's list of connections (with a
+ * thread pool, MHD_CONNECTION_INFO_DAEMON names a worker, not the daemon fleetgate started). */
+static conn_t *own_conn(struct MHD_Connection *conn) {
+    const void *ctx = conn_state_of(conn);
+    conn_t *found = NULL;
+    pthread_mutex_lock(&own_mu);
+    for (size_t i = 0; ctx && i < OWN_DAEMONS_MAX && found == NULL; i++) {
+        fg_http_server_t *srv = own_daemons[i];
+        if (srv == NULL)
+            continue;
+        pthread_mutex_lock(&srv->conns_mu);
+        for (conn_t *c = srv->conns; c && found == NULL; c = c->next)
+            if (c == ctx)
+                found = c;
+        pthread_mutex_unlock(&srv->conns_mu);
+    }
+    pthread_mutex_unlock(&own_mu);
+    return found;
+}
+
 fg_refusal_how_t fg_http_library_refusal(struct MHD_Connection *conn, unsigned status,
                                          struct MHD_Response **out) {
-    conn_t *c = conn_state_of(conn);
+    conn_t *c = own_conn(conn);
     fg_problem_t kind;
     char detail[256];
     bool now;
@@ -1275,6 +1321,7 @@ int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
         rc = FG_EIO;
         goto out;
     }
+    own_daemon_add(srv);
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = info ? info->port : opts->port;
     if (opts->header_timeout_s > 0 || opts->body_timeout_s > 0) {
@@ -1328,6 +1375,7 @@ void fg_http_server_free(fg_http_server_t *s) {
     }
     if (s->mhd)
         MHD_stop_daemon(s->mhd);
+    own_daemon_remove(s);
     pthread_cond_destroy(&s->stop_cv);
     pthread_mutex_destroy(&s->conns_mu);
     fg_router_free(s->router);

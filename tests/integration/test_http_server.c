@@ -7,6 +7,8 @@
 #include "testmain.h"
 
 #include <check.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <stdio.h>
@@ -664,6 +666,63 @@ START_TEST(heads_up_to_the_bound_pass_on_the_small_pool) {
 }
 END_TEST
 
+/* Another libmicrohttpd server in the process (kubesim links fleetgate's library, tests run
+ * their own): its answers, and its own refusals, stay its own, and the socket context it sets
+ * is never taken for fleetgate's. */
+static int foreign_ctx = 0x5a5a5a5a;
+
+static void foreign_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                           enum MHD_ConnectionNotificationCode code) {
+    (void)cls, (void)c, (void)code;
+    *socket_context = &foreign_ctx;
+}
+
+static enum MHD_Result foreign_access(void *cls, struct MHD_Connection *c, const char *url,
+                                      const char *method, const char *version, const char *up,
+                                      size_t *up_size, void **con_cls) {
+    (void)cls, (void)url, (void)method, (void)version, (void)up, (void)up_size;
+    if (*con_cls == NULL) {
+        *con_cls = &foreign_ctx;
+        return MHD_YES;
+    }
+    static char body[] = "not fleetgate's";
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(sizeof body - 1, body, MHD_RESPMEM_PERSISTENT);
+    enum MHD_Result ret = MHD_queue_response(c, 500, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+START_TEST(another_libmicrohttpd_server_keeps_its_own_answers) {
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, foreign_access, NULL,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a, MHD_OPTION_THREAD_POOL_SIZE, 2u,
+        MHD_OPTION_NOTIFY_CONNECTION, foreign_notify, NULL, MHD_OPTION_END);
+    ck_assert_ptr_nonnull(d);
+    uint16_t port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
+    char buf[4096];
+    int fd = th_connect(port);
+    static const char get[] = "GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    send(fd, get, sizeof get - 1, MSG_NOSIGNAL);
+    th_read_all(fd, buf, sizeof buf, 3000);
+    close(fd);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 500 ", 13) == 0, "got: %.200s", buf);
+    ck_assert_ptr_nonnull(strstr(buf, "not fleetgate's"));
+    fd = th_connect(port);
+    static const char bad[] = "GET /x HTTP/2.0\r\nHost: x\r\n\r\n";
+    send(fd, bad, sizeof bad - 1, MSG_NOSIGNAL);
+    th_read_all(fd, buf, sizeof buf, 3000);
+    close(fd);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 505 ", 13) == 0, "got: %.200s", buf);
+    ck_assert_ptr_null(strstr(buf, "problem+json"));
+    MHD_stop_daemon(d);
+    /* fleetgate's own server, running beside it, still answers in its own words */
+    raw_exchange(bad, buf, sizeof buf, 3000);
+    json_decref(raw_refusal(buf, 505, "http-version-not-supported"));
+}
+END_TEST
+
 /* Far past the pool (300 KiB): MHD closes with the rest of the head unread, so the client may
  * see a reset instead of the answer; what it sees is never HTML, and the refusal is counted. */
 START_TEST(answers_of_the_http_library_are_counted) {
@@ -798,6 +857,7 @@ static Suite *server_suite(void) {
     tcase_add_test(tc, host_missing_or_repeated_gets_problem_json_400);
     tcase_add_test(tc, bad_second_head_on_a_kept_alive_connection_gets_problem_json);
     tcase_add_test(tc, heads_up_to_the_bound_pass_on_the_small_pool);
+    tcase_add_test(tc, another_libmicrohttpd_server_keeps_its_own_answers);
     suite_add_tcase(s, tc);
     TCase *slow = tcase_create("slow-clients");
     tcase_add_checked_fixture(slow, setup_slow, teardown);
