@@ -377,5 +377,14 @@ int fg_redis_mirror_get(fg_redis_mirror_t *m, const char *key, const char *field
 void fg_redis_mirror_put(fg_redis_mirror_t *m, const char *key, const char *field, uint64_t seq,
                          const char *value, size_t len);
 void fg_redis_mirror_stats(const fg_redis_mirror_t *m, fg_redis_mirror_stats_t *out);
+/* Without copying anything: FG_OK when the mirror holds an exact copy of the field, with
+ * *present (false: known absent) and *prep (a new reference the caller lets go of with
+ * fg_prepared_unref, or NULL when no answer was attached yet); FG_ENOENT when it holds none. */
+int fg_redis_mirror_peek(fg_redis_mirror_t *m, const char *key, const char *field, bool *present,
+                         fg_prepared_t **prep);
+/* Attaches prep (the answer made from value; a new reference is kept) to the entry of key and
+ * field, only while that entry still holds exactly value; replaces an earlier attachment. */
+void fg_redis_mirror_attach(fg_redis_mirror_t *m, const char *key, const char *field,
+                            const char *value, size_t len, fg_prepared_t *prep);
 
 #endif

@@ -13,6 +13,7 @@
 #define FLEETGATE_CORE_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
@@ -63,6 +64,8 @@ void fg_buf_init(fg_buf_t *b, size_t max);
 int fg_buf_append(fg_buf_t *b, const void *data, size_t n);
 int fg_buf_appendf(fg_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int fg_buf_vappendf(fg_buf_t *b, const char *fmt, va_list ap);
+/* Makes room for extra more bytes (and the NUL) at once: FG_OK, or FG_ETOOBIG past max. */
+int fg_buf_reserve(fg_buf_t *b, size_t extra);
 /* The length (1-4) of the valid UTF-8 character at s (n bytes available), or 0 when the byte
  * at s does not start one (stray continuation, overlong form, surrogate, truncated). */
 size_t fg_utf8_len(const char *s, size_t n);
@@ -335,5 +338,23 @@ void fg_config_free(fg_config_t *c);
 /* Reads a whole file of at most max bytes into a new NUL-terminated buffer. Returns FG_OK,
  * FG_ENOENT (cannot open), FG_ETOOBIG, or FG_EIO. The caller frees *out. */
 int fg_read_file(const char *path, size_t max, char **out, size_t *len_out);
+
+/* ---- prepared text: made once, shared by reference (core/prepared.c) --------------------
+ * An answer's body made once from a cached object (with a tag: its ETag value), held by the cache
+ * and by each answer still sending it; freed when the last holder lets go. Immutable once made. */
+typedef struct fg_prepared {
+    atomic_uint refs;
+    size_t len;
+    char tag[96];
+    char text[]; /* len bytes and a NUL */
+} fg_prepared_t;
+
+/* A new prepared text (one reference, the caller's) holding a copy of text and tag (cut at 95
+ * bytes). Out of memory aborts. */
+fg_prepared_t *fg_prepared_new(const char *text, size_t len, const char *tag);
+/* Another reference to p, for the caller; returns p. */
+fg_prepared_t *fg_prepared_ref(fg_prepared_t *p);
+/* Lets go of one reference; the last frees p. p may be NULL. */
+void fg_prepared_unref(fg_prepared_t *p);
 
 #endif

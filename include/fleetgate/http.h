@@ -93,6 +93,7 @@ typedef enum {
     FG_PROBLEM_UPSTREAM_TIMEOUT,
     FG_PROBLEM_QUOTA_EXCEEDED,
     FG_PROBLEM_PLACEMENT_FAILED,
+    FG_PROBLEM_HTTP_VERSION_NOT_SUPPORTED, /* 505 */
     FG_PROBLEM__COUNT
 } fg_problem_t;
 
@@ -210,6 +211,9 @@ int fg_reply_static(fg_req_t *req, unsigned status, const char *content_type, co
                     size_t len);
 /* Sends a malloc'd buffer; the reply takes it and frees it. */
 int fg_reply_take(fg_req_t *req, unsigned status, const char *content_type, char *data, size_t len);
+/* Sends p's text as the answer; a reference to p is held until the answer is sent (the caller
+ * keeps its own). */
+int fg_reply_prepared(fg_req_t *req, unsigned status, const char *content_type, fg_prepared_t *p);
 /* Sends a problem+json reply of the given kind; detail is printf-formatted (at most 1023 bytes
  * are kept), may be NULL. */
 int fg_reply_problem(fg_req_t *req, fg_problem_t kind, const char *detail_fmt, ...)

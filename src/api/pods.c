@@ -247,9 +247,15 @@ int fg_api_get_pod(fg_req_t *req) {
     size_t lens[RD_MAX_CLUSTERS], found;
     rd_ctx_t c;
     char what[RD_NAME_MAX + 8];
+    fg_prepared_t *prep;
     if (!rd_cluster_param_or_reply(req, &cluster) ||
-        !rd_get_raw_or_reply(&c, req, "pod", project, name, cluster, raws, lens, &found))
+        !rd_get_raw_or_reply(&c, req, "pod", project, name, cluster, raws, lens, &found, &prep))
         return FG_OK;
+    if (prep) { /* the answer made the last time, kept with the mirror's copy */
+        int rc = rd_reply_prepared_etag(req, prep);
+        fg_prepared_unref(prep);
+        return rc;
+    }
     snprintf(what, sizeof what, "pod %s", name);
     if (found == 0 && !rd_absence_known_or_reply(&c, "pods", what))
         return FG_OK;
@@ -271,9 +277,18 @@ int fg_api_get_pod(fg_req_t *req) {
             "pod %s exists in several clusters (%s): name one with ?cluster=", name, where);
     else {
         char *text = pod_text(raws[at], lens[at], &tlen, etag, sizeof etag, fg_req_id(req));
-        rc = text
-                 ? rd_reply_text_etag(req, text, tlen, etag)
-                 : fg_reply_problem(req, FG_PROBLEM_INTERNAL, "the cached pod %s is corrupt", name);
+        if (text) {
+            /* Made once per version of the pod: its ETag quoted, kept with the mirror's copy. */
+            char quoted[sizeof etag + 2];
+            snprintf(quoted, sizeof quoted, "\"%s\"", etag);
+            prep = fg_prepared_new(text, tlen, quoted);
+            free(text);
+            rd_attach_prepared(&c, at, name, raws[at], lens[at], prep);
+            rc = rd_reply_prepared_etag(req, prep);
+            fg_prepared_unref(prep);
+        } else {
+            rc = fg_reply_problem(req, FG_PROBLEM_INTERNAL, "the cached pod %s is corrupt", name);
+        }
     }
     for (size_t i = 0; i < c.nparts; i++)
         free(raws[i]);

@@ -308,9 +308,44 @@ void rd_objs_free(json_t **objs, size_t n) {
     }
 }
 
+/* The answer attached to the one part that holds the pod, when the mirror holds every part. */
+static bool prepared_of(fg_redis_mirror_t *mirror, const rd_ctx_t *c, const fg_cache_key_t *keys,
+                        const char *name, fg_prepared_t **prep) {
+    fg_prepared_t *found = NULL;
+    size_t present = 0;
+    for (size_t i = 0; i < c->nparts; i++) {
+        bool here = false;
+        fg_prepared_t *p = NULL;
+        if (fg_redis_mirror_peek(mirror, keys[i].s, name, &here, &p) != FG_OK) {
+            fg_prepared_unref(found);
+            return false;
+        }
+        present += here;
+        if (p && found == NULL)
+            found = p;
+        else
+            fg_prepared_unref(p);
+    }
+    if (present != 1 || found == NULL) {
+        fg_prepared_unref(found);
+        return false;
+    }
+    *prep = found;
+    return true;
+}
+
+void rd_attach_prepared(const rd_ctx_t *c, size_t i, const char *name, const char *raw, size_t len,
+                        fg_prepared_t *prep) {
+    fg_cache_key_t key;
+    if (c->api->pod_mirror == NULL || strcmp(c->kind, "pod") != 0)
+        return;
+    fg_cache_key_objects(&key, c->kind, c->parts[i].conf->name, c->scope);
+    fg_redis_mirror_attach(c->api->pod_mirror, key.s, name, raw, len, prep);
+}
+
 bool rd_get_raw_or_reply(rd_ctx_t *c, fg_req_t *req, const char *kind, const char *scope,
                          const char *name, const char *only_cluster, char **raws, size_t *lens,
-                         size_t *found) {
+                         size_t *found, fg_prepared_t **prep) {
     /* No memset of c: its parts table is large and a get fills only what it uses. */
     c->nparts = 0;
     c->resource = NULL;
@@ -319,6 +354,8 @@ bool rd_get_raw_or_reply(rd_ctx_t *c, fg_req_t *req, const char *kind, const cha
     c->kind = kind;
     c->scope = scope;
     *found = 0;
+    if (prep)
+        *prep = NULL;
     if (!scope_or_reply(req, scope) || !rd_name_or_reply(req, name))
         return false;
     const fg_config_t *cfg = c->api->cfg;
@@ -337,6 +374,12 @@ bool rd_get_raw_or_reply(rd_ctx_t *c, fg_req_t *req, const char *kind, const cha
     fg_redis_mirror_t *mirror = c->api->pod_mirror;
     size_t held = 0;
     if (mirror && strcmp(kind, "pod") == 0) {
+        if (prep && prepared_of(mirror, c, keys, name, prep)) {
+            for (size_t i = 0; i < c->nparts; i++)
+                lens[i] = 0;
+            *found = 1;
+            return true;
+        }
         while (held < c->nparts &&
                fg_redis_mirror_get(mirror, keys[held].s, name, &raws[held], &lens[held]) == FG_OK)
             held++;
@@ -445,6 +488,13 @@ int rd_reply_text_etag(fg_req_t *req, char *text, size_t len, const char *etag_v
         return fg_reply_static(req, 304, "application/json", "", 0);
     }
     return fg_reply_take(req, 200, "application/json", text, len);
+}
+
+int rd_reply_prepared_etag(fg_req_t *req, fg_prepared_t *prep) {
+    fg_req_add_header(req, "ETag", prep->tag);
+    if (none_match_hit(fg_req_header(req, "If-None-Match"), prep->tag))
+        return fg_reply_static(req, 304, "application/json", "", 0);
+    return fg_reply_prepared(req, 200, "application/json", prep);
 }
 
 int rd_reply_etag(fg_req_t *req, json_t *body, const char *etag_value) {

@@ -125,10 +125,19 @@ bool rd_absence_known_or_reply(rd_ctx_t *c, const char *resource, const char *wh
 
 /* A get that shows no part states, in one round trip: the cached bytes of name in every part
  * (raws[i], lens[i] for parts[i]: new strings the caller frees, or NULL), over the parts of
- * only_cluster when it is not NULL. *found counts them. */
+ * only_cluster when it is not NULL. *found counts them. With prep (pods only): when the pod
+ * mirror holds every part, the object is in exactly one, and the answer made from it is
+ * attached there (rd_attach_prepared), *prep is that answer (a reference the caller lets go
+ * of), *found is 1 and no raw is copied; otherwise *prep is NULL. */
 bool rd_get_raw_or_reply(rd_ctx_t *c, fg_req_t *req, const char *kind, const char *scope,
                          const char *name, const char *only_cluster, char **raws, size_t *lens,
-                         size_t *found);
+                         size_t *found, fg_prepared_t **prep);
+/* Keeps prep (the answer made from raw, the pod name of part i of a get) with the mirror's copy
+ * of raw, for the next GET of it. */
+void rd_attach_prepared(const rd_ctx_t *c, size_t i, const char *name, const char *raw, size_t len,
+                        fg_prepared_t *prep);
+/* Sends prep (its tag is the quoted ETag) as the 200 answer, or 304 on If-None-Match. */
+int rd_reply_prepared_etag(fg_req_t *req, fg_prepared_t *prep);
 
 /* ---- the item cache (icache.c) ------------------------------------------ */
 

@@ -10,6 +10,10 @@
  * until both connections are back the mirror holds nothing and readers go to Redis.
  * The window between a write in Redis and its invalidation reaching this thread is the
  * mirror's only staleness: one message on loopback, far below the informers' own lag.
+ *
+ * An entry may carry the answer a reader made from its value (fg_redis_mirror_attach): the next
+ * GET of it sends that text without copying or presenting the value again (fg_redis_mirror_peek).
+ * It is dropped with the value, so it is exactly as fresh; its bytes count toward max_bytes.
  */
 #include "cache_internal.h"
 
@@ -37,7 +41,8 @@ typedef struct {
     char *key, *field;
     char *value; /* NULL: the field is absent (a cached miss) */
     size_t len;
-    uint64_t seq; /* the reader's snapshot when it fetched */
+    uint64_t seq;        /* the reader's snapshot when it fetched */
+    fg_prepared_t *prep; /* the answer made from value (a reference), or NULL; goes with it */
 } entry_t;
 
 typedef struct keygen {
@@ -154,7 +159,9 @@ static bool still_valid(fg_redis_mirror_t *m, const char *key, uint64_t seq) {
 
 static void entry_clear(fg_redis_mirror_t *m, entry_t *e) {
     if (e->hash)
-        atomic_fetch_sub(&m->bytes, e->len + strlen(e->key) + strlen(e->field));
+        atomic_fetch_sub(&m->bytes,
+                         e->len + strlen(e->key) + strlen(e->field) + (e->prep ? e->prep->len : 0));
+    fg_prepared_unref(e->prep);
     free(e->key);
     free(e->field);
     free(e->value);
@@ -189,6 +196,57 @@ int fg_redis_mirror_get(fg_redis_mirror_t *m, const char *key, const char *field
     pthread_mutex_unlock(mu);
     atomic_fetch_add(rc == FG_OK ? &m->hits : &m->misses, 1);
     return rc;
+}
+
+/* The valid entry of key and field, or NULL (an entry found void is cleared). Held: its stripe. */
+static entry_t *held_entry(fg_redis_mirror_t *m, const char *key, const char *field, uint64_t h) {
+    entry_t *e = &m->slots[h % MIRROR_SLOTS];
+    if (e->hash != h || strcmp(e->key, key) != 0 || strcmp(e->field, field) != 0)
+        return NULL;
+    if (still_valid(m, key, e->seq))
+        return e;
+    entry_clear(m, e);
+    return NULL;
+}
+
+int fg_redis_mirror_peek(fg_redis_mirror_t *m, const char *key, const char *field, bool *present,
+                         fg_prepared_t **prep) {
+    *prep = NULL;
+    if (m == NULL || !atomic_load(&m->live))
+        return FG_ENOENT;
+    uint64_t h = entry_hash(key, field);
+    pthread_mutex_t *mu = &m->stripes[(h % MIRROR_SLOTS) % MIRROR_STRIPES];
+    pthread_mutex_lock(mu);
+    entry_t *e = held_entry(m, key, field, h);
+    if (e) {
+        *present = e->value != NULL;
+        if (e->prep)
+            *prep = fg_prepared_ref(e->prep);
+    }
+    pthread_mutex_unlock(mu);
+    if (*prep)
+        atomic_fetch_add(&m->hits, 1); /* a read served; a plain look is counted by its get */
+    return e ? FG_OK : FG_ENOENT;
+}
+
+void fg_redis_mirror_attach(fg_redis_mirror_t *m, const char *key, const char *field,
+                            const char *value, size_t len, fg_prepared_t *prep) {
+    if (m == NULL || value == NULL || !atomic_load(&m->live))
+        return;
+    uint64_t h = entry_hash(key, field);
+    pthread_mutex_t *mu = &m->stripes[(h % MIRROR_SLOTS) % MIRROR_STRIPES];
+    pthread_mutex_lock(mu);
+    entry_t *e = held_entry(m, key, field, h);
+    /* Only onto the very value it was made from: the entry may have been replaced meanwhile. */
+    if (e && e->value && e->len == len && memcmp(e->value, value, len) == 0 &&
+        atomic_load(&m->bytes) + prep->len <= m->max_bytes) {
+        if (e->prep)
+            atomic_fetch_sub(&m->bytes, e->prep->len);
+        fg_prepared_unref(e->prep);
+        e->prep = fg_prepared_ref(prep);
+        atomic_fetch_add(&m->bytes, prep->len);
+    }
+    pthread_mutex_unlock(mu);
 }
 
 void fg_redis_mirror_put(fg_redis_mirror_t *m, const char *key, const char *field, uint64_t seq,

@@ -14,7 +14,7 @@ void fg_buf_init(fg_buf_t *b, size_t max) {
     b->max = max;
 }
 
-static int reserve(fg_buf_t *b, size_t extra) {
+int fg_buf_reserve(fg_buf_t *b, size_t extra) {
     if (extra > b->max || b->len > b->max - extra)
         return FG_ETOOBIG;
     size_t need = b->len + extra + 1; /* room for the terminating NUL */
@@ -29,7 +29,7 @@ static int reserve(fg_buf_t *b, size_t extra) {
 }
 
 int fg_buf_append(fg_buf_t *b, const void *data, size_t n) {
-    if (reserve(b, n) != FG_OK)
+    if (fg_buf_reserve(b, n) != FG_OK)
         return FG_ETOOBIG;
     if (n > 0)
         memcpy(b->data + b->len, data, n);
@@ -38,14 +38,23 @@ int fg_buf_append(fg_buf_t *b, const void *data, size_t n) {
     return FG_OK;
 }
 
+/* One vsnprintf when the text fits the room already there (the usual case for a buffer that
+ * has grown), a second only when it must grow first. */
 int fg_buf_vappendf(fg_buf_t *b, const char *fmt, va_list ap) {
     va_list ap2;
     va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap2);
+    size_t room = b->cap > b->len ? b->cap - b->len : 0;
+    int n = vsnprintf(room ? b->data + b->len : NULL, room, fmt, ap2);
     va_end(ap2);
+    if (n >= 0 && (size_t)n < room && (size_t)n <= b->max && b->len <= b->max - (size_t)n) {
+        b->len += (size_t)n;
+        return FG_OK;
+    }
+    if (room)
+        b->data[b->len] = '\0'; /* what a refused or regrown append wrote goes */
     if (n < 0)
         return FG_EINVAL;
-    if (reserve(b, (size_t)n) != FG_OK)
+    if (fg_buf_reserve(b, (size_t)n) != FG_OK)
         return FG_ETOOBIG;
     vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
     b->len += (size_t)n;
@@ -107,9 +116,21 @@ size_t fg_utf8_shown(const char *s, size_t n, char hex[5], const char **piece, s
     return seq;
 }
 
+static bool plain_ascii(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\')
+            return false;
+    }
+    return true;
+}
+
 int fg_buf_append_json_clean(fg_buf_t *b, const char *s, size_t n, size_t max) {
     size_t before = b->len, i = 0, shown = 0;
     int rc = FG_OK;
+    /* the usual case (ids, addresses, routes, paths): shown and escaped as itself, in one copy */
+    if (n <= max && plain_ascii(s, n))
+        return fg_buf_append(b, s, n);
     while (i < n && rc == FG_OK) {
         /* the longest run shown as itself (UTF-8, no NUL) that fits, in one escaped append */
         size_t run = 0, seq;

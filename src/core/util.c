@@ -24,13 +24,33 @@ int64_t fg_wall_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Every log line has a timestamp: the seconds part is formatted once per second per thread,
+ * the milliseconds are three digits. */
 void fg_format_time_ms(int64_t wall_ms, char *buf, size_t buflen) {
-    time_t secs = (time_t)(wall_ms / 1000);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    char base[32];
-    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, buflen, "%s.%03dZ", base, (int)(wall_ms % 1000));
+    static _Thread_local int64_t base_secs = -1;
+    static _Thread_local char base[32];
+    static _Thread_local size_t base_len;
+    int64_t secs = wall_ms / 1000;
+    if (secs != base_secs) {
+        time_t t = (time_t)secs;
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        base_len = strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+        base_secs = secs;
+    }
+    unsigned ms = (unsigned)(wall_ms % 1000);
+    if (buflen < base_len + 6) {
+        snprintf(buf, buflen, "%s.%03uZ", base, ms);
+        return;
+    }
+    memcpy(buf, base, base_len);
+    char *p = buf + base_len;
+    p[0] = '.';
+    p[1] = (char)('0' + ms / 100);
+    p[2] = (char)('0' + ms / 10 % 10);
+    p[3] = (char)('0' + ms % 10);
+    p[4] = 'Z';
+    p[5] = '\0';
 }
 
 int fg_random_bytes(void *buf, size_t len) {

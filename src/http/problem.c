@@ -55,6 +55,9 @@ static const problem_row_t problems[FG_PROBLEM__COUNT] = {
     [FG_PROBLEM_QUOTA_EXCEEDED] = {409, "urn:fleetgate:problem:quota-exceeded", "Quota exceeded"},
     [FG_PROBLEM_PLACEMENT_FAILED] = {409, "urn:fleetgate:problem:placement-failed",
                                      "No cluster fits the placement"},
+    [FG_PROBLEM_HTTP_VERSION_NOT_SUPPORTED] = {505,
+                                               "urn:fleetgate:problem:http-version-not-supported",
+                                               "HTTP version not supported"},
 };
 
 unsigned fg_problem_status(fg_problem_t kind) {

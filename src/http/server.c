@@ -23,17 +23,20 @@
  * (two different Content-Length, or Content-Length with Transfer-Encoding: RFC 9112 §6.3), and
  * their connection is closed, since a proxy in front may read the body differently.
  *
- * Oversized heads: libmicrohttpd answers a head that overflows its per-connection memory pool
- * with its own HTML page, which no callback can change. So the pool is made larger than
- * fleetgate's own bounds (HEAD_MAX, TARGET_MAX), and fleetgate refuses what passes those with
- * problem+json 431 or 414 itself; only a head past the pool still gets MHD's page, and that
- * answer is at least logged and counted (mhd_logger reads its status from MHD's message).
+ * Oversized and unparsable heads: fleetgate refuses a head over HEAD_MAX or a target over
+ * TARGET_MAX (431, 414) and an HTTP/1.1 request without exactly one Host (400) itself. What
+ * libmicrohttpd refuses before any callback runs (a head past its per-connection memory pool,
+ * a request line or header line it cannot parse, an HTTP version it does not speak, a bad
+ * Content-Length or chunk) is answered by fleetgate too: mhd_answers.c takes those answers over
+ * and fg_http_library_refusal() below makes, logs and counts fleetgate's problem+json in their
+ * place. So the pool only needs to hold a head of HEAD_MAX: MHD zeroes the whole pool after
+ * every request, and at 128 KiB that was 70% of the instructions of a cached GET.
  *
  * Draining: fg_http_server_begin_drain() stops accepting connections (MHD_quiesce_daemon);
  * requests admitted before keep going, requests arriving on open connections get 503 with
  * "Connection: close", and the caller waits for fg_http_server_in_flight() to reach zero.
  */
-#include "fleetgate/http.h"
+#include "http_internal.h"
 
 #include <microhttpd.h>
 #include <netdb.h>
@@ -73,18 +76,28 @@ typedef struct conn {
     int fd;
     conn_phase_t phase;
     uint64_t since_ns; /* when the phase began */
+    /* Only the connection's own MHD thread touches these two (the watchdog never does). */
+    fg_http_server_t *srv;
+    fg_req_t *req;   /* the request whose line MHD has parsed, until its completion */
+    char client[64]; /* the peer's address, numeric: made once per connection */
 } conn_t;
 
+/* A header line a handler added: name and value in the request's header_text, or (when that is
+ * full) each allocated and owned. */
 typedef struct {
     char *name, *value;
+    bool owned;
 } header_t;
 
 #define MAX_REPLY_HEADERS 16
-#define ACCESS_PATH_MAX   2048         /* bytes of the path in an access-log line */
-#define ACCESS_LINE_MAX   32768        /* an access line: every field is bounded well below it */
-#define TARGET_MAX        (16u << 10)  /* the request target; longer: 414 */
-#define HEAD_MAX          (32u << 10)  /* request line and header fields; larger: 431 */
-#define MHD_POOL_BYTES    (128u << 10) /* per connection, above HEAD_MAX (see the top) */
+#define REPLY_HEADER_TEXT 768         /* bytes of the handlers' header lines held in the request */
+#define ACCESS_PATH_MAX   2048        /* bytes of the path in an access-log line */
+#define ACCESS_LINE_MAX   32768       /* an access line: every field is bounded well below it */
+#define TARGET_MAX        (10u << 10) /* the request target; longer: 414 */
+#define HEAD_MAX          (12u << 10) /* request line and header fields; larger: 431 */
+/* Per connection: a head of HEAD_MAX, MHD's records of its fields and the answer's header
+ * lines. A head past it is refused by MHD, in fleetgate's words (see the top). */
+#define MHD_POOL_BYTES (16u << 10)
 
 struct fg_req {
     fg_http_server_t *srv;
@@ -92,6 +105,7 @@ struct fg_req {
     char id[FG_REQUEST_ID_MAX + 1];
     char client[64];  /* the peer's address, numeric */
     bool admitted;    /* the access handler saw the head (not only the request line) */
+    bool http11;      /* the request line says HTTP/1.1 */
     char *raw_target; /* the request target as received, before MHD decoded it */
     conn_t *conn_state;
     char *method, *path;
@@ -108,8 +122,10 @@ struct fg_req {
     bool replied;
     header_t headers[MAX_REPLY_HEADERS];
     size_t nheaders;
-    char *principal;  /* shown in the access log; NULL when anonymous */
-    void *gate_state; /* the gate's per-request object */
+    size_t header_text_used;
+    char header_text[REPLY_HEADER_TEXT]; /* the usual header lines, without an allocation each */
+    char *principal;                     /* shown in the access log; NULL when anonymous */
+    void *gate_state;                    /* the gate's per-request object */
     void (*gate_state_free)(void *);
     bool sealed;              /* the seal hook ran (it runs once, even when it refuses) */
     fg_http_stream_t *stream; /* set when the handler parked the request (fg_req_park) */
@@ -231,12 +247,31 @@ void *fg_req_gate_state(const fg_req_t *req) {
     return req->gate_state;
 }
 
+static void free_headers(fg_req_t *req) {
+    for (size_t i = 0; i < req->nheaders; i++)
+        if (req->headers[i].owned) {
+            free(req->headers[i].name);
+            free(req->headers[i].value);
+        }
+    req->nheaders = 0;
+    req->header_text_used = 0;
+}
+
 void fg_req_add_header(fg_req_t *req, const char *name, const char *value) {
     if (req->nheaders == MAX_REPLY_HEADERS)
         abort();
-    req->headers[req->nheaders].name = fg_xstrdup(name);
-    req->headers[req->nheaders].value = fg_xstrdup(value);
-    req->nheaders++;
+    header_t *h = &req->headers[req->nheaders++];
+    size_t nlen = strlen(name) + 1, vlen = strlen(value) + 1;
+    if (nlen + vlen > sizeof req->header_text - req->header_text_used) {
+        *h = (header_t){.name = fg_xstrdup(name), .value = fg_xstrdup(value), .owned = true};
+        return;
+    }
+    h->name = req->header_text + req->header_text_used;
+    memcpy(h->name, name, nlen);
+    h->value = h->name + nlen;
+    memcpy(h->value, value, vlen);
+    h->owned = false;
+    req->header_text_used += nlen + vlen;
 }
 
 /* ---- replies ----------------------------------------------------------- */
@@ -281,11 +316,35 @@ static int queue(fg_req_t *req, unsigned status, const char *content_type, void 
         return FG_ERR;
     }
     add_headers(req, resp, content_type);
-    enum MHD_Result r = MHD_queue_response(req->conn, status, resp);
+    enum MHD_Result r = fg_http_queue(req->conn, status, resp);
     MHD_destroy_response(resp);
     req->replied = true;
     req->status = status;
     req->bytes_out = len;
+    return r == MHD_YES ? FG_OK : FG_ERR;
+}
+
+static void prepared_gone(void *cls) {
+    fg_prepared_unref(cls);
+}
+
+int fg_reply_prepared(fg_req_t *req, unsigned status, const char *content_type, fg_prepared_t *p) {
+    if (req->replied)
+        return FG_ERR;
+    if (!run_seal(req, status))
+        return reply_audit_unavailable(req);
+    struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback_cls(
+        p->len, p->text, prepared_gone, fg_prepared_ref(p));
+    if (resp == NULL) {
+        fg_prepared_unref(p);
+        return FG_ERR;
+    }
+    add_headers(req, resp, content_type);
+    enum MHD_Result r = fg_http_queue(req->conn, status, resp);
+    MHD_destroy_response(resp);
+    req->replied = true;
+    req->status = status;
+    req->bytes_out = p->len;
     return r == MHD_YES ? FG_OK : FG_ERR;
 }
 
@@ -309,11 +368,7 @@ int fg_reply_take(fg_req_t *req, unsigned status, const char *content_type, char
 static int reply_audit_unavailable(fg_req_t *req) {
     /* The headers the handler or the seal added (RateLimit-*, Location...) describe an answer
      * that is not sent. */
-    for (size_t i = 0; i < req->nheaders; i++) {
-        free(req->headers[i].name);
-        free(req->headers[i].value);
-    }
-    req->nheaders = 0;
+    free_headers(req);
     return fg_reply_problem(req, FG_PROBLEM_AUDIT_UNAVAILABLE,
                             "the audit log cannot be written, so the call is refused");
 }
@@ -422,7 +477,7 @@ int fg_reply_stream(fg_req_t *req, unsigned status, const char *content_type) {
     s->refs++;
     pthread_mutex_unlock(&s->mu);
     add_headers(req, resp, content_type);
-    enum MHD_Result r = MHD_queue_response(req->conn, status, resp);
+    enum MHD_Result r = fg_http_queue(req->conn, status, resp);
     MHD_destroy_response(resp);
     req->replied = true;
     req->status = status;
@@ -503,7 +558,7 @@ int fg_reply_upgrade(fg_req_t *req, const char *const *hdrs, fg_http_upgrade_fn 
     MHD_add_response_header(resp, "X-Request-Id", req->id);
     for (size_t i = 0; hdrs && hdrs[i] && hdrs[i + 1]; i += 2)
         MHD_add_response_header(resp, hdrs[i], hdrs[i + 1]);
-    enum MHD_Result r = MHD_queue_response(req->conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+    enum MHD_Result r = fg_http_queue(req->conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
     MHD_destroy_response(resp);
     if (r == MHD_YES)
         conn_enter(req->srv, req->conn_state, CONN_UPGRADED);
@@ -523,23 +578,37 @@ void fg_http_upgraded_close(fg_http_upgraded_t *u) {
 
 /* A request begins when its request line is in (the URI log callback): the raw target is kept
  * for the checks MHD's decoding would hide. */
-static fg_req_t *req_new(fg_http_server_t *srv, struct MHD_Connection *conn, const char *raw) {
-    fg_req_t *req = fg_xcalloc(1, sizeof *req);
-    req->srv = srv;
-    req->conn = conn;
-    req->start_ns = fg_now_ns();
-    req->raw_target = fg_xstrdup(raw ? raw : "");
+/* The peer's numeric address into out[len] ("unknown" when it cannot be had). */
+static void client_address(struct MHD_Connection *conn, char *out, size_t len) {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (ci == NULL || ci->client_addr == NULL ||
         getnameinfo(ci->client_addr,
                     ci->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                                            : sizeof(struct sockaddr_in),
-                    req->client, sizeof req->client, NULL, 0, NI_NUMERICHOST) != 0)
-        snprintf(req->client, sizeof req->client, "unknown");
+                    out, len, NULL, 0, NI_NUMERICHOST) != 0)
+        snprintf(out, len, "unknown");
+}
+
+static conn_t *conn_state_of(struct MHD_Connection *conn) {
     const union MHD_ConnectionInfo *sc =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    req->conn_state = sc ? sc->socket_context : NULL;
+    return sc ? sc->socket_context : NULL;
+}
+
+static fg_req_t *req_new(fg_http_server_t *srv, struct MHD_Connection *conn, const char *raw) {
+    fg_req_t *req = fg_xcalloc(1, sizeof *req);
+    req->srv = srv;
+    req->conn = conn;
+    req->start_ns = fg_now_ns();
+    req->raw_target = fg_xstrdup(raw ? raw : "");
+    req->conn_state = conn_state_of(conn);
+    if (req->conn_state) {
+        req->conn_state->req = req;
+        memcpy(req->client, req->conn_state->client, sizeof req->client);
+    } else {
+        client_address(conn, req->client, sizeof req->client);
+    }
     return req;
 }
 
@@ -554,10 +623,11 @@ static void conn_enter(fg_http_server_t *srv, conn_t *c, conn_phase_t phase) {
     pthread_mutex_unlock(&srv->conns_mu);
 }
 
-static void admit(fg_req_t *req, const char *url, const char *method) {
+static void admit(fg_req_t *req, const char *url, const char *method, const char *version) {
     fg_http_server_t *srv = req->srv;
     struct MHD_Connection *conn = req->conn;
     req->admitted = true;
+    req->http11 = strcmp(version, MHD_HTTP_VERSION_1_1) == 0;
     conn_enter(srv, req->conn_state, CONN_BODY);
     req->method = fg_xstrdup(method);
     req->path = fg_xstrdup(url);
@@ -620,54 +690,41 @@ static const char *bad_target(const char *raw) {
     return NULL;
 }
 
+/* What the head checks need of the header fields, gathered in one pass over them. */
 typedef struct {
-    unsigned content_lengths;
-    bool lengths_differ;
+    size_t bytes; /* the head's size as sent, near enough: each field and its ": " and CRLF */
+    unsigned content_lengths, hosts;
+    bool lengths_differ, transfer_encoding;
     const char *first_length;
-    bool transfer_encoding;
-} framing_t;
+} head_scan_t;
 
-static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
-                                     const char *value) {
+static enum MHD_Result scan_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  const char *value) {
     (void)kind;
-    framing_t *f = cls;
+    head_scan_t *h = cls;
+    h->bytes += strlen(key) + (value ? strlen(value) : 0) + 4;
     if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
-        if (f->content_lengths++ == 0)
-            f->first_length = value;
-        else if (strcmp(f->first_length, value ? value : "") != 0)
-            f->lengths_differ = true;
+        if (h->content_lengths++ == 0)
+            h->first_length = value;
+        else if (strcmp(h->first_length, value ? value : "") != 0)
+            h->lengths_differ = true;
     } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
-        f->transfer_encoding = true;
+        h->transfer_encoding = true;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) {
+        h->hosts++;
     }
-    return MHD_YES;
-}
-
-/* Why the body's framing is ambiguous (RFC 9112 §6.3), or NULL. Two equal Content-Length
- * headers are one length, as the RFC allows. */
-static const char *ambiguous_framing(const fg_req_t *req) {
-    framing_t f = {0};
-    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, count_framing, &f);
-    if (f.lengths_differ)
-        return "the request has Content-Length headers that differ";
-    if (f.transfer_encoding && f.content_lengths > 0)
-        return "the request has both Content-Length and Transfer-Encoding";
-    return NULL;
-}
-
-static enum MHD_Result add_field_size(void *cls, enum MHD_ValueKind kind, const char *key,
-                                      const char *value) {
-    (void)kind;
-    *(size_t *)cls += strlen(key) + (value ? strlen(value) : 0) + 4; /* ": " and CRLF */
     return MHD_YES;
 }
 
 /* The head's checks, each a row: its problem and why, or NULL when it passes. */
 typedef struct {
     fg_problem_t kind;
-    const char *(*check)(const fg_req_t *req, char *why, size_t len);
+    const char *(*check)(const fg_req_t *req, const head_scan_t *h, char *why, size_t len);
 } head_check_t;
 
-static const char *target_too_long(const fg_req_t *req, char *why, size_t len) {
+static const char *target_too_long(const fg_req_t *req, const head_scan_t *h, char *why,
+                                   size_t len) {
+    (void)h;
     size_t n = strlen(req->raw_target);
     if (n <= TARGET_MAX)
         return NULL;
@@ -675,40 +732,56 @@ static const char *target_too_long(const fg_req_t *req, char *why, size_t len) {
     return why;
 }
 
-static const char *head_too_large(const fg_req_t *req, char *why, size_t len) {
-    size_t n = strlen(req->method) + strlen(req->raw_target) + 12;
-    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, add_field_size, &n);
+static const char *head_too_large(const fg_req_t *req, const head_scan_t *h, char *why,
+                                  size_t len) {
+    size_t n = strlen(req->method) + strlen(req->raw_target) + 12 + h->bytes;
     if (n <= HEAD_MAX)
         return NULL;
     snprintf(why, len, "the request head is about %zu bytes; at most %u are accepted", n, HEAD_MAX);
     return why;
 }
 
-static const char *target_unsafe(const fg_req_t *req, char *why, size_t len) {
-    (void)why;
-    (void)len;
+static const char *target_unsafe(const fg_req_t *req, const head_scan_t *h, char *why, size_t len) {
+    (void)h, (void)why, (void)len;
     return bad_target(req->raw_target);
 }
 
-static const char *framing_unsafe(const fg_req_t *req, char *why, size_t len) {
-    (void)why;
-    (void)len;
-    return ambiguous_framing(req);
+/* RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host; a server answers 400 otherwise. */
+static const char *host_unsafe(const fg_req_t *req, const head_scan_t *h, char *why, size_t len) {
+    (void)why, (void)len;
+    if (h->hosts > 1)
+        return "the request has more than one Host header";
+    if (h->hosts == 0 && req->http11)
+        return "an HTTP/1.1 request must have a Host header";
+    return NULL;
+}
+
+/* Why the body's framing is ambiguous (RFC 9112 §6.3), or NULL. Two equal Content-Length
+ * headers are one length, as the RFC allows. */
+static const char *framing_unsafe(const fg_req_t *req, const head_scan_t *h, char *why,
+                                  size_t len) {
+    (void)req, (void)why, (void)len;
+    if (h->lengths_differ)
+        return "the request has Content-Length headers that differ";
+    if (h->transfer_encoding && h->content_lengths > 0)
+        return "the request has both Content-Length and Transfer-Encoding";
+    return NULL;
 }
 
 static const head_check_t head_checks[] = {
-    {FG_PROBLEM_URI_TOO_LONG, target_too_long},
-    {FG_PROBLEM_HEADERS_TOO_LARGE, head_too_large},
-    {FG_PROBLEM_BAD_REQUEST, target_unsafe},
-    {FG_PROBLEM_BAD_REQUEST, framing_unsafe},
+    {FG_PROBLEM_URI_TOO_LONG, target_too_long}, {FG_PROBLEM_HEADERS_TOO_LARGE, head_too_large},
+    {FG_PROBLEM_BAD_REQUEST, target_unsafe},    {FG_PROBLEM_BAD_REQUEST, framing_unsafe},
+    {FG_PROBLEM_BAD_REQUEST, host_unsafe},
 };
 
 /* Runs the head checks; on the first that fails, replies its problem and closes the connection
  * after the answer (its body, if any, is never read). True when one refused. */
 static bool refuse_bad_head(fg_req_t *req) {
     char why[160];
+    head_scan_t h = {0};
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, scan_field, &h);
     for (size_t i = 0; i < sizeof head_checks / sizeof head_checks[0]; i++) {
-        const char *reason = head_checks[i].check(req, why, sizeof why);
+        const char *reason = head_checks[i].check(req, &h, why, sizeof why);
         if (reason) {
             fg_req_add_header(req, MHD_HTTP_HEADER_CONNECTION, "close");
             fg_reply_problem(req, head_checks[i].kind, "%s", reason);
@@ -797,7 +870,6 @@ static void dispatch(fg_req_t *req) {
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version, const char *upload,
                                  size_t *upload_size, void **con_cls) {
-    (void)version;
     fg_http_server_t *srv = cls;
     fg_req_t *req = *con_cls;
     if (req == NULL) {
@@ -805,7 +877,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         *con_cls = req;
     }
     if (!req->admitted) {
-        admit(req, url, method);
+        admit(req, url, method, version);
         if (!refuse_bad_head(req) && !req->refused_draining && declared_too_big(req))
             refuse_body_too_big(req); /* answered now: MHD closes the connection after it */
         return MHD_YES;
@@ -831,32 +903,58 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
     return req_new(cls, conn, uri);
 }
 
-/* Appends ,"key":"value" with value shown as in every log line (cleaned, cut at max bytes). */
-static void put_str(fg_buf_t *b, const char *key, const char *value, size_t max) {
-    fg_buf_appendf(b, ",\"%s\":\"", key);
+/* Appends a member's opening (,"key":") given as a literal, then value shown as in every log
+ * line (cleaned, cut at max bytes), then the closing quote: no formatting on this path. */
+#define PUT_STR(b, key, value, max)                                                                \
+    put_str(b, ",\"" key "\":\"", sizeof(",\"" key "\":\"") - 1, value, max)
+
+static void put_str(fg_buf_t *b, const char *open, size_t open_len, const char *value, size_t max) {
+    fg_buf_append(b, open, open_len);
     fg_buf_append_json_clean(b, value, strlen(value), max);
     fg_buf_append(b, "\"", 1);
 }
 
-/* One access line, formatted straight into a buffer (no JSON tree: this runs on every request)
- * and handed to the log's batch. Same members, in the same order, as every other log line. */
+static void put_u64(fg_buf_t *b, uint64_t v) {
+    char digits[24];
+    size_t at = sizeof digits;
+    do {
+        digits[--at] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    fg_buf_append(b, digits + at, sizeof digits - at);
+}
+
+/* One access line, formatted straight into a buffer (no JSON tree, and only the duration goes
+ * through printf: this runs on every request) and handed to the log's batch. Same members, in
+ * the same order, as every other log line. */
 static void access_log(const fg_req_t *req, double seconds) {
+    static const char head[] = "{\"ts\":\"", level[] = "\",\"level\":\"info\",\"msg\":\"access\"";
     char ts[40], ms[32];
     fg_buf_t b;
     fg_buf_init(&b, ACCESS_LINE_MAX);
+    fg_buf_reserve(&b, 480); /* a usual line whole: one allocation */
     fg_format_time_ms(fg_wall_ms(), ts, sizeof ts);
-    fg_buf_appendf(&b, "{\"ts\":\"%s\",\"level\":\"info\",\"msg\":\"access\"", ts);
-    put_str(&b, "requestId", req->id, sizeof req->id);
-    put_str(&b, "method", req->method, 64);
-    put_str(&b, "client", req->client, sizeof req->client);
-    put_str(&b, "path", req->path, ACCESS_PATH_MAX);
-    put_str(&b, "route", fg_req_route_name(req), 128);
+    fg_buf_append(&b, head, sizeof head - 1);
+    fg_buf_append(&b, ts, strlen(ts));
+    fg_buf_append(&b, level, sizeof level - 1);
+    PUT_STR(&b, "requestId", req->id, sizeof req->id);
+    PUT_STR(&b, "method", req->method, 64);
+    PUT_STR(&b, "client", req->client, sizeof req->client);
+    PUT_STR(&b, "path", req->path, ACCESS_PATH_MAX);
+    PUT_STR(&b, "route", fg_req_route_name(req), 128);
     if (req->principal)
-        put_str(&b, "principal", req->principal, 1024);
+        PUT_STR(&b, "principal", req->principal, 1024);
+    fg_buf_append(&b, ",\"status\":", 10);
+    put_u64(&b, req->status);
+    fg_buf_append(&b, ",\"bytes\":", 9);
+    put_u64(&b, req->bytes_out);
     /* durationMs as jansson prints a real with six significant digits */
-    snprintf(ms, sizeof ms, "%.6g", seconds * 1000.0);
-    fg_buf_appendf(&b, ",\"status\":%u,\"bytes\":%llu,\"durationMs\":%s%s}\n", req->status,
-                   (unsigned long long)req->bytes_out, ms, strpbrk(ms, ".e") ? "" : ".0");
+    int n = snprintf(ms, sizeof ms, "%.6g", seconds * 1000.0);
+    fg_buf_append(&b, ",\"durationMs\":", 14);
+    fg_buf_append(&b, ms, (size_t)n);
+    if (strpbrk(ms, ".e") == NULL)
+        fg_buf_append(&b, ".0", 2);
+    fg_buf_append(&b, "}\n", 2);
     if (b.data && b.data[b.len - 1] == '\n')
         fg_log_batched(b.data, b.len);
     fg_buf_free(&b);
@@ -871,8 +969,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     *con_cls = NULL;
     conn_enter(srv, req->conn_state, CONN_HEAD); /* the next request's head is awaited now */
+    if (req->conn_state && req->conn_state->req == req)
+        req->conn_state->req = NULL;
     if (!req->admitted) {
-        /* MHD refused the head itself (too large, bad syntax) after the request line. */
+        /* MHD refused the head itself after the request line: fg_http_library_refusal()
+         * answered, logged and counted it. */
         free(req->raw_target);
         free(req);
         return;
@@ -895,10 +996,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (req->gate_state && req->gate_state_free)
         req->gate_state_free(req->gate_state);
     free(req->principal);
-    for (size_t i = 0; i < req->nheaders; i++) {
-        free(req->headers[i].name);
-        free(req->headers[i].value);
-    }
+    free_headers(req);
     json_decref(req->json);
     fg_buf_free(&req->body);
     fg_route_match_clear(&req->match);
@@ -909,41 +1007,159 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     atomic_fetch_sub(&srv->in_flight, 1);
 }
 
-/* MHD's messages; the one of an answer MHD sent itself (a head past its memory pool, a bad
- * request line, an HTTP version it does not speak) becomes an access-log line and is counted,
- * since no request of fleetgate's saw it. */
+/* MHD's messages. The one of an answer MHD is about to send by itself is kept for
+ * fg_http_library_refusal(), which answers, logs and counts that request in fleetgate's words. */
 static void mhd_logger(void *cls, const char *fmt, va_list ap) {
-    fg_http_server_t *srv = cls;
-    static const char mark[] = "HTTP response code is ";
+    (void)cls;
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     msg[strcspn(msg, "\n")] = '\0';
-    const char *at = strstr(msg, mark);
-    int64_t status;
-    size_t digits = at ? strspn(at + sizeof mark - 1, "0123456789") : 0;
-    if (at == NULL || digits != 3 ||
-        fg_parse_int64(at + sizeof mark - 1, 3, 100, 599, &status) != FG_OK) {
-        FG_LOG(FG_LOG_WARN, NULL, "libmicrohttpd: %s", msg);
+    if (fg_http_mhd_note(msg))
         return;
-    }
+    FG_LOG(FG_LOG_WARN, NULL, "libmicrohttpd: %s", msg);
+}
+
+/* The access line and metrics of a refusal no request of fleetgate's will complete (MHD refused
+ * before the access handler saw the head): a stack request carries what is known to the one
+ * access-line writer. */
+static void record_early_refusal(fg_http_server_t *srv, const fg_req_t *r) {
+    double seconds = (double)(fg_now_ns() - r->start_ns) / 1e9;
     char code[8];
-    snprintf(code, sizeof code, "%d", (int)status);
+    snprintf(code, sizeof code, "%u", r->status);
     const char *labels[] = {"unmatched", "-", code};
     fg_metric_add(srv->m_requests, labels, 1);
-    if (!srv->opts.access_log)
-        return;
-    json_t *line = json_object();
-    char ts[40];
-    fg_format_time_ms(fg_wall_ms(), ts, sizeof ts);
-    json_object_set_new(line, "ts", json_string(ts));
-    json_object_set_new(line, "level", json_string("info"));
-    json_object_set_new(line, "msg", json_string("access"));
-    json_object_set_new(line, "route", json_string("unmatched"));
-    json_object_set_new(line, "status", json_integer(status));
-    json_object_set_new(line, "answeredBy", json_string("libmicrohttpd"));
-    json_object_set_new(line, "error", fg_json_string_clean(msg, strlen(msg), 512, NULL));
-    fg_log_json(line);
-    json_decref(line);
+    fg_metric_observe(srv->m_duration, labels, seconds);
+    if (srv->opts.access_log)
+        access_log(r, seconds);
+}
+
+/* Writes a whole answer (status line, header lines, body) on conn's socket, as far as it goes
+ * without blocking: what a fresh connection's send buffer always takes for an answer this
+ * small. False on a TLS connection, whose bytes only the library can write. */
+static bool send_now(struct MHD_Connection *conn, unsigned status, const char *id, const char *body,
+                     size_t len) {
+    const union MHD_ConnectionInfo *tls =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    const union MHD_ConnectionInfo *fd =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if ((tls != NULL && tls->tls_session != NULL) || fd == NULL)
+        return false;
+    fg_buf_t b;
+    fg_buf_init(&b, 4096 + len);
+    fg_buf_appendf(&b,
+                   "HTTP/1.1 %u %s\r\nConnection: close\r\nContent-Type: "
+                   "application/problem+json\r\nX-Request-Id: %s\r\nContent-Length: %zu\r\n\r\n",
+                   status, MHD_get_reason_phrase_for(status), id, len);
+    fg_buf_append(&b, body, len);
+    for (size_t at = 0; b.data && at < b.len;) {
+        ssize_t n = send(fd->connect_fd, b.data + at, b.len - at, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n <= 0)
+            break;
+        at += (size_t)n;
+    }
+    fg_buf_free(&b);
+    return true;
+}
+
+/* fleetgate's own daemons: the library's refusals are made fleetgate's only on their
+ * connections. Another libmicrohttpd server in the process (a test's, kubesim's, which links
+ * this file too) keeps its own answers, and its socket contexts are never read as conn_t. */
+#define OWN_DAEMONS_MAX 64
+static pthread_mutex_t own_mu = PTHREAD_MUTEX_INITIALIZER;
+static fg_http_server_t *own_daemons[OWN_DAEMONS_MAX];
+
+static void own_daemon_add(fg_http_server_t *srv) {
+    pthread_mutex_lock(&own_mu);
+    for (size_t i = 0; i < OWN_DAEMONS_MAX; i++)
+        if (own_daemons[i] == NULL) {
+            own_daemons[i] = srv;
+            break;
+        }
+    pthread_mutex_unlock(&own_mu);
+}
+
+static void own_daemon_remove(fg_http_server_t *srv) {
+    pthread_mutex_lock(&own_mu);
+    for (size_t i = 0; i < OWN_DAEMONS_MAX; i++)
+        if (own_daemons[i] == srv)
+            own_daemons[i] = NULL;
+    pthread_mutex_unlock(&own_mu);
+}
+
+/* conn's state when it is a connection of one of fleetgate's servers, else NULL. Its socket
+ * context is only compared, never read, until found in a server's list of connections (with a
+ * thread pool, MHD_CONNECTION_INFO_DAEMON names a worker, not the daemon fleetgate started). */
+static conn_t *own_conn(struct MHD_Connection *conn) {
+    const void *ctx = conn_state_of(conn);
+    conn_t *found = NULL;
+    pthread_mutex_lock(&own_mu);
+    for (size_t i = 0; ctx && i < OWN_DAEMONS_MAX && found == NULL; i++) {
+        fg_http_server_t *srv = own_daemons[i];
+        if (srv == NULL)
+            continue;
+        pthread_mutex_lock(&srv->conns_mu);
+        for (conn_t *c = srv->conns; c && found == NULL; c = c->next)
+            if (c == ctx)
+                found = c;
+        pthread_mutex_unlock(&srv->conns_mu);
+    }
+    pthread_mutex_unlock(&own_mu);
+    return found;
+}
+
+fg_refusal_how_t fg_http_library_refusal(struct MHD_Connection *conn, unsigned status,
+                                         struct MHD_Response **out) {
+    conn_t *c = own_conn(conn);
+    fg_problem_t kind;
+    char detail[256];
+    bool now;
+    if (c == NULL ||
+        fg_http_mhd_problem(status, HEAD_MAX, &kind, detail, sizeof detail, &now) != FG_OK)
+        return FG_REFUSAL_LIBRARY;
+    /* The request as far as MHD read it. Admitted (a bad chunk in its body): the request itself
+     * records the answer at its completion. Only its line parsed (c->req, freed by the
+     * completion without a line) or not even that: recorded here. */
+    fg_req_t early = {.srv = c->srv, .conn = conn, .method = "-", .path = "-"};
+    fg_req_t *r = c->req != NULL && c->req->admitted ? c->req : &early;
+    char instance[FG_REQUEST_ID_MAX + 32];
+    const char *where = instance;
+    if (r == &early) {
+        fg_request_id_generate(early.id);
+        early.start_ns = c->req ? c->req->start_ns : fg_now_ns();
+        if (c->req != NULL) {
+            memcpy(early.client, c->req->client, sizeof early.client);
+            early.path = c->req->raw_target;
+            where = early.path;
+        } else {
+            memcpy(early.client, c->client, sizeof early.client);
+            snprintf(instance, sizeof instance, "urn:fleetgate:request:%s", early.id);
+        }
+    } else {
+        where = r->path;
+    }
+    json_t *p = fg_problem_new(kind, detail, r->id, where);
+    size_t len;
+    char *text = fg_json_dumps(p, &len);
+    json_decref(p);
+    fg_refusal_how_t how = FG_REFUSAL_QUEUE;
+    if (now && send_now(conn, status, r->id, text, len)) {
+        free(text);
+        how = FG_REFUSAL_SENT;
+    } else {
+        *out = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+        if (*out == NULL) {
+            free(text);
+            return FG_REFUSAL_LIBRARY;
+        }
+        MHD_add_response_header(*out, MHD_HTTP_HEADER_CONTENT_TYPE, "application/problem+json");
+        MHD_add_response_header(*out, "X-Request-Id", r->id);
+    }
+    r->replied = true;
+    r->status = fg_problem_status(kind);
+    r->bytes_out = len;
+    if (r == &early)
+        record_early_refusal(c->srv, &early);
+    return how;
 }
 
 /* ---- slow clients ------------------------------------------------------ */
@@ -958,6 +1174,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         c->fd = ci ? ci->connect_fd : -1;
         c->phase = CONN_HEAD;
         c->since_ns = fg_now_ns();
+        c->srv = srv;
+        client_address(conn, c->client, sizeof c->client);
         pthread_mutex_lock(&srv->conns_mu);
         c->next = srv->conns;
         if (srv->conns)
@@ -1064,6 +1282,10 @@ int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
         "Connections closed because a request head or body took longer than its bound.",
         FG_METRIC_COUNTER, phase_labels);
 
+    if (fg_http_mhd_answers_init() != FG_OK) {
+        rc = FG_ERR;
+        goto out;
+    }
     if (fg_router_new(&srv->router, routes, nroutes) != FG_OK) {
         rc = FG_EINVAL;
         goto out;
@@ -1099,6 +1321,7 @@ int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
         rc = FG_EIO;
         goto out;
     }
+    own_daemon_add(srv);
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = info ? info->port : opts->port;
     if (opts->header_timeout_s > 0 || opts->body_timeout_s > 0) {
@@ -1152,6 +1375,7 @@ void fg_http_server_free(fg_http_server_t *s) {
     }
     if (s->mhd)
         MHD_stop_daemon(s->mhd);
+    own_daemon_remove(s);
     pthread_cond_destroy(&s->stop_cv);
     pthread_mutex_destroy(&s->conns_mu);
     fg_router_free(s->router);

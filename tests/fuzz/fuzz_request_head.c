@@ -2,9 +2,10 @@
  * real fg_http_server, so it goes through libmicrohttpd's parser and fleetgate's own checks
  * (raw target, body framing, head bounds, router, query lookups, problem+json). The input is
  * the head's bytes; the harness ends it with "Connection: close" and an empty line.
- * Properties: nothing crashes or trips a sanitizer, and every answer that carries a
- * Content-Type is JSON, a problem's status being the status line's. (libmicrohttpd's own
- * answers carry none and are left alone.) */
+ * Properties: nothing crashes or trips a sanitizer, and every final answer is JSON, a
+ * problem's status being the status line's: also the refusals libmicrohttpd makes before any
+ * callback runs (a head past its pool, a bad request line or version, a bad Content-Length),
+ * which src/http/mhd_answers.c makes fleetgate's. */
 #include "fleetgate/http.h"
 
 #include <arpa/inet.h>
@@ -68,9 +69,11 @@ static void check_answer(const char *ans, size_t len, bool head) {
     const char *end = strstr(ans, "\r\n\r\n");
     if (end == NULL)
         return; /* cut short by the read bound */
+    if (status < 200)
+        return; /* an interim answer (100 Continue): nothing of its own to check */
     const char *ct = strcasestr(ans, "\r\nContent-Type:");
     if (ct == NULL || ct > end)
-        return; /* libmicrohttpd's own answer */
+        abort(); /* an answer that is not fleetgate's (libmicrohttpd's HTML page had none) */
     json_error_t e;
     /* Only this answer's body: a second answer may follow (MHD reading on after a head). */
     json_t *body = json_loadb(end + 4, len - (size_t)(end + 4 - ans), JSON_DISABLE_EOF_CHECK, &e);

@@ -7,6 +7,8 @@
 #include "testmain.h"
 
 #include <check.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <stdio.h>
@@ -34,6 +36,18 @@ static int h_problem_ext(fg_req_t *req) {
     return fg_reply_problem_ext(req, FG_PROBLEM_INVALID, ext, "limit must be %d..%d", 1, 1000);
 }
 
+/* Header lines past what the request holds inline (768 bytes) are allocated: all go out. */
+static int h_many_headers(fg_req_t *req) {
+    char name[16], value[128];
+    for (int i = 0; i < 12; i++) {
+        snprintf(name, sizeof name, "X-Many-%d", i);
+        memset(value, 'a' + i, sizeof value - 1);
+        value[sizeof value - 1] = '\0';
+        fg_req_add_header(req, name, value);
+    }
+    return fg_reply_json(req, 200, json_object());
+}
+
 static const fg_route_t routes[] = {
     {.method = "POST", .pattern = "/echo", .handler = h_echo, .body = FG_BODY_JSON},
     {.method = "POST",
@@ -45,6 +59,7 @@ static const fg_route_t routes[] = {
     {.method = "GET", .pattern = "/v1/projects/{project}", .handler = h_hello},
     {.method = "GET", .pattern = "/broken", .handler = h_forgets_to_reply},
     {.method = "GET", .pattern = "/problem-ext", .handler = h_problem_ext},
+    {.method = "GET", .pattern = "/many-headers", .handler = h_many_headers},
 };
 
 static fg_http_server_t *srv;
@@ -468,21 +483,254 @@ START_TEST(oversized_heads_get_problem_json_431_and_414) {
 }
 END_TEST
 
-/* A head past libmicrohttpd's own memory pool is answered by it (its page, not ours), but the
- * answer is still counted (and logged) as a request. */
-START_TEST(answers_of_the_http_library_are_counted) {
-    char buf[8192];
-    big_head(300 << 10, 0, buf, sizeof buf);
-    /* MHD closes with the rest of the head unread, so the client may see a reset instead of
-     * the answer: only what fleetgate recorded is checked. */
-    ck_assert_msg(buf[0] == '\0' || strncmp(buf, "HTTP/1.1 431 ", 13) == 0, "got: %.100s", buf);
+START_TEST(header_lines_inline_and_past_the_inline_room_all_go_out) {
+    char buf[8192], want[160];
+    raw_exchange("GET /many-headers HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", buf,
+                 sizeof buf, 3000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200 ", 13) == 0, "got: %.200s", buf);
+    for (int i = 0; i < 12; i++) {
+        char value[128];
+        memset(value, 'a' + i, sizeof value - 1);
+        value[sizeof value - 1] = '\0';
+        snprintf(want, sizeof want, "\r\nX-Many-%d: %s\r\n", i, value);
+        ck_assert_msg(strstr(buf, want) != NULL, "no X-Many-%d in %s", i, buf);
+    }
+}
+END_TEST
+
+/* ---- refusals libmicrohttpd makes before any callback: fleetgate's words ----
+ * (src/http/mhd_answers.c). Each sends raw bytes, as a careless client or an attacker would. */
+
+/* A problem answer from raw bytes: status line, problem+json, X-Request-Id equal to requestId,
+ * the type's slug, and an instance. Returns the parsed body. */
+static json_t *raw_refusal(const char *answer, long status, const char *slug) {
+    json_t *p = raw_problem(answer, status);
+    char want[128];
+    snprintf(want, sizeof want, "urn:fleetgate:problem:%s", slug);
+    ck_assert_str_eq(json_string_value(json_object_get(p, "type")), want);
+    ck_assert_int_eq(json_integer_value(json_object_get(p, "status")), status);
+    const char *rid = json_string_value(json_object_get(p, "requestId"));
+    ck_assert_ptr_nonnull(rid);
+    char line[128];
+    snprintf(line, sizeof line, "\r\nX-Request-Id: %s\r\n", rid);
+    ck_assert_msg(strcasestr(answer, line) != NULL, "no X-Request-Id %s in %.300s", rid, answer);
+    ck_assert_ptr_nonnull(json_string_value(json_object_get(p, "instance")));
+    ck_assert_ptr_nonnull(json_string_value(json_object_get(p, "detail")));
+    ck_assert_ptr_null(strstr(answer, "<html>"));
+    return p;
+}
+
+static void assert_counted(const char *status, unsigned n) {
+    char want[160];
+    snprintf(want, sizeof want,
+             "fleetgate_http_requests_total{route=\"unmatched\",method=\"-\",status=\"%s\"} %u",
+             status, n);
     fg_buf_t m;
     fg_buf_init(&m, 1 << 20);
     ck_assert_int_eq(fg_metrics_render(&m), FG_OK);
-    ck_assert_msg(strstr(m.data, "fleetgate_http_requests_total{route=\"unmatched\",method=\"-\","
-                                 "status=\"431\"} 1"),
-                  "%s", m.data);
+    ck_assert_msg(strstr(m.data, want), "no %s in %s", want, m.data);
     fg_buf_free(&m);
+}
+
+/* Past the per-connection pool (16 KiB), MHD stops reading; before, it was its HTML page. */
+START_TEST(head_past_the_pool_gets_problem_json_431) {
+    char buf[8192];
+    big_head(20 << 10, 0, buf, sizeof buf);
+    json_t *p = raw_refusal(buf, 431, "headers-too-large");
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(p, "detail")), "12288 bytes"));
+    /* the request line was read: the problem names its target */
+    ck_assert_ptr_nonnull(
+        strstr(json_string_value(json_object_get(p, "instance")), "/v1/projects/"));
+    json_decref(p);
+    ck_assert_ptr_nonnull(strcasestr(buf, "Connection: close"));
+    assert_counted("431", 1);
+}
+END_TEST
+
+/* A request line longer than the pool: MHD has not even a target to report (414). */
+START_TEST(request_line_past_the_pool_gets_problem_json_414) {
+    char buf[8192];
+    big_head(0, 20 << 10, buf, sizeof buf);
+    json_t *p = raw_refusal(buf, 414, "uri-too-long");
+    ck_assert_ptr_nonnull(
+        strstr(json_string_value(json_object_get(p, "instance")), "urn:fleetgate:request:"));
+    json_decref(p);
+    assert_counted("414", 1);
+}
+END_TEST
+
+START_TEST(unsupported_http_versions_get_problem_json_505) {
+    static const char *const heads[] = {
+        "GET /v1/projects/a HTTP/2.0\r\nHost: x\r\n\r\n",
+        "GET /v1/projects/a HTTP/3.1\r\nHost: x\r\n\r\n",
+        "GET /v1/projects/a HTTP/0.9\r\nHost: x\r\n\r\n",
+    };
+    static const char *const details[] = {"only HTTP/1.0 and HTTP/1.1",
+                                          "only HTTP/1.0 and HTTP/1.1", "before 1.0"};
+    for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
+        char buf[4096];
+        raw_exchange(heads[i], buf, sizeof buf, 3000);
+        json_t *p = raw_refusal(buf, 505, "http-version-not-supported");
+        ck_assert_msg(strstr(json_string_value(json_object_get(p, "detail")), details[i]), "%s: %s",
+                      heads[i], json_string_value(json_object_get(p, "detail")));
+        json_decref(p);
+    }
+    assert_counted("505", 3);
+}
+END_TEST
+
+START_TEST(unparsable_heads_get_problem_json_400) {
+    static const char *const heads[] = {
+        /* a header line without a colon */
+        "GET /v1/projects/a HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n",
+        /* a version that is not HTTP/d.d */
+        "GET /v1/projects/a HTTP/1.x\r\nHost: x\r\n\r\n",
+        "GET /v1/projects/a HTTX/1.1\r\nHost: x\r\n\r\n",
+        /* a length that is not a number */
+        "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: 12abc\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
+        char buf[4096];
+        raw_exchange(heads[i], buf, sizeof buf, 3000);
+        json_decref(raw_refusal(buf, 400, "bad-request"));
+        /* one answer: 0.9.75 would send the head of its own twice for a bad Content-Length */
+        ck_assert_uint_eq(count_of(buf, "\r\nContent-Length: "), 1);
+    }
+}
+END_TEST
+
+/* The head was fine, so the request was admitted; its body's chunked framing is not. */
+START_TEST(malformed_chunk_gets_problem_json_400) {
+    char buf[4096];
+    raw_exchange("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+                 buf, sizeof buf, 3000);
+    json_t *p = raw_refusal(buf, 400, "bad-request");
+    ck_assert_str_eq(json_string_value(json_object_get(p, "instance")), "/echo");
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(p, "detail")), "chunked"));
+    json_decref(p);
+}
+END_TEST
+
+/* RFC 9112 §3.2: exactly one Host in HTTP/1.1; HTTP/1.0 may go without. */
+START_TEST(host_missing_or_repeated_gets_problem_json_400) {
+    char buf[4096];
+    raw_exchange("GET /v1/projects/a HTTP/1.1\r\nConnection: close\r\n\r\n", buf, sizeof buf, 3000);
+    json_t *p = raw_refusal(buf, 400, "bad-request");
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(p, "detail")), "Host"));
+    json_decref(p);
+    raw_exchange("GET /v1/projects/a HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", buf, sizeof buf,
+                 3000);
+    json_decref(raw_refusal(buf, 400, "bad-request"));
+    raw_exchange("GET /v1/projects/a HTTP/1.0\r\n\r\n", buf, sizeof buf, 3000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200 ", 13) == 0 || strncmp(buf, "HTTP/1.0 200 ", 13) == 0,
+                  "got: %.200s", buf);
+}
+END_TEST
+
+/* What a pre-read of the first head at accept could not do: the second request of a
+ * keep-alive connection, pipelined behind a good one, is refused in fleetgate's words too. */
+START_TEST(bad_second_head_on_a_kept_alive_connection_gets_problem_json) {
+    char buf[8192];
+    raw_exchange("GET /v1/projects/first HTTP/1.1\r\nHost: x\r\n\r\n"
+                 "GET /v1/projects/second HTTP/2.0\r\nHost: x\r\n\r\n",
+                 buf, sizeof buf, 3000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200 ", 13) == 0, "got: %.200s", buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\"project\":\"first\""));
+    const char *second = strstr(buf + 1, "HTTP/1.1 505 ");
+    ck_assert_msg(second != NULL, "no second answer in: %s", buf);
+    json_decref(raw_refusal(second, 505, "http-version-not-supported"));
+}
+END_TEST
+
+/* The pool is small, but what fleetgate accepts fits: an 8 KiB token, and a head just under
+ * HEAD_MAX (12 KiB), both on one keep-alive connection; just over it is fleetgate's own 431. */
+START_TEST(heads_up_to_the_bound_pass_on_the_small_pool) {
+    size_t cap = 16 << 10;
+    char *req = malloc(cap), buf[8192];
+    int at = snprintf(req, cap, "GET /v1/projects/a HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ");
+    memset(req + at, 't', 8192);
+    at += 8192;
+    at += snprintf(req + at, cap - (size_t)at, "\r\nX-Pad: ");
+    memset(req + at, 'p', 3500); /* the head: about 11.8 KiB */
+    at += 3500;
+    snprintf(req + at, cap - (size_t)at, "\r\n\r\n");
+    raw_exchange(req, buf, sizeof buf, 3000);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200 ", 13) == 0, "got: %.200s", buf);
+    free(req);
+    big_head(13 << 10, 0, buf, sizeof buf);
+    json_t *p = raw_refusal(buf, 431, "headers-too-large");
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(p, "detail")), "about"));
+    json_decref(p);
+}
+END_TEST
+
+/* Another libmicrohttpd server in the process (kubesim links fleetgate's library, tests run
+ * their own): its answers, and its own refusals, stay its own, and the socket context it sets
+ * is never taken for fleetgate's. */
+static int foreign_ctx = 0x5a5a5a5a;
+
+static void foreign_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                           enum MHD_ConnectionNotificationCode code) {
+    (void)cls, (void)c, (void)code;
+    *socket_context = &foreign_ctx;
+}
+
+static enum MHD_Result foreign_access(void *cls, struct MHD_Connection *c, const char *url,
+                                      const char *method, const char *version, const char *up,
+                                      size_t *up_size, void **con_cls) {
+    (void)cls, (void)url, (void)method, (void)version, (void)up, (void)up_size;
+    if (*con_cls == NULL) {
+        *con_cls = &foreign_ctx;
+        return MHD_YES;
+    }
+    static char body[] = "not fleetgate's";
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(sizeof body - 1, body, MHD_RESPMEM_PERSISTENT);
+    enum MHD_Result ret = MHD_queue_response(c, 500, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+START_TEST(another_libmicrohttpd_server_keeps_its_own_answers) {
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, foreign_access, NULL,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a, MHD_OPTION_THREAD_POOL_SIZE, 2u,
+        MHD_OPTION_NOTIFY_CONNECTION, foreign_notify, NULL, MHD_OPTION_END);
+    ck_assert_ptr_nonnull(d);
+    uint16_t port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
+    char buf[4096];
+    int fd = th_connect(port);
+    static const char get[] = "GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    send(fd, get, sizeof get - 1, MSG_NOSIGNAL);
+    th_read_all(fd, buf, sizeof buf, 3000);
+    close(fd);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 500 ", 13) == 0, "got: %.200s", buf);
+    ck_assert_ptr_nonnull(strstr(buf, "not fleetgate's"));
+    fd = th_connect(port);
+    static const char bad[] = "GET /x HTTP/2.0\r\nHost: x\r\n\r\n";
+    send(fd, bad, sizeof bad - 1, MSG_NOSIGNAL);
+    th_read_all(fd, buf, sizeof buf, 3000);
+    close(fd);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 505 ", 13) == 0, "got: %.200s", buf);
+    ck_assert_ptr_null(strstr(buf, "problem+json"));
+    MHD_stop_daemon(d);
+    /* fleetgate's own server, running beside it, still answers in its own words */
+    raw_exchange(bad, buf, sizeof buf, 3000);
+    json_decref(raw_refusal(buf, 505, "http-version-not-supported"));
+}
+END_TEST
+
+/* Far past the pool (300 KiB): MHD closes with the rest of the head unread, so the client may
+ * see a reset instead of the answer; what it sees is never HTML, and the refusal is counted. */
+START_TEST(answers_of_the_http_library_are_counted) {
+    char buf[8192];
+    big_head(300 << 10, 0, buf, sizeof buf);
+    if (buf[0] != '\0')
+        json_decref(raw_refusal(buf, 431, "headers-too-large"));
+    assert_counted("431", 1);
 }
 END_TEST
 
@@ -600,6 +848,16 @@ static Suite *server_suite(void) {
     tcase_add_test(tc, invalid_utf8_path_keeps_detail_and_instance);
     tcase_add_test(tc, oversized_heads_get_problem_json_431_and_414);
     tcase_add_test(tc, answers_of_the_http_library_are_counted);
+    tcase_add_test(tc, header_lines_inline_and_past_the_inline_room_all_go_out);
+    tcase_add_test(tc, head_past_the_pool_gets_problem_json_431);
+    tcase_add_test(tc, request_line_past_the_pool_gets_problem_json_414);
+    tcase_add_test(tc, unsupported_http_versions_get_problem_json_505);
+    tcase_add_test(tc, unparsable_heads_get_problem_json_400);
+    tcase_add_test(tc, malformed_chunk_gets_problem_json_400);
+    tcase_add_test(tc, host_missing_or_repeated_gets_problem_json_400);
+    tcase_add_test(tc, bad_second_head_on_a_kept_alive_connection_gets_problem_json);
+    tcase_add_test(tc, heads_up_to_the_bound_pass_on_the_small_pool);
+    tcase_add_test(tc, another_libmicrohttpd_server_keeps_its_own_answers);
     suite_add_tcase(s, tc);
     TCase *slow = tcase_create("slow-clients");
     tcase_add_checked_fixture(slow, setup_slow, teardown);

@@ -141,6 +141,64 @@ START_TEST(copies_are_served_only_while_exact) {
 }
 END_TEST
 
+/* An answer attached to a copy is handed out with it and goes with it: only onto the very value
+ * it was made from, dropped by a write, and still readable by a holder after it went. */
+START_TEST(prepared_answers_go_with_their_copy) {
+    tr_redis_t r;
+    ck_assert_int_eq(tr_redis_start(&r), 0);
+    fg_redis_t *pool, *writer;
+    ck_assert_int_eq(fg_redis_new(&pool, r.url, 1, 1000), FG_OK);
+    ck_assert_int_eq(fg_redis_new(&writer, r.url, 1, 1000), FG_OK);
+    fg_redis_mirror_t *m;
+    ck_assert_int_eq(fg_redis_mirror_new(&m, pool, "fg:o:pod:", 1 << 20), FG_OK);
+    ck_assert(wait_live(m, true));
+    cmd(writer, "HSET", KEY, "a", "v1");
+    bool hit = false, present = false;
+    for (int i = 0; i < 100 && !hit; i++) {
+        free(read_through(m, pool, "a", &hit));
+        if (!hit)
+            sleep_ms(10);
+    }
+    ck_assert(hit);
+    fg_prepared_t *p = NULL, *got = NULL;
+    ck_assert_int_eq(fg_redis_mirror_peek(m, KEY, "a", &present, &got), FG_OK);
+    ck_assert(present);
+    ck_assert_ptr_null(got); /* nothing attached yet */
+    /* Made from another value than the copy's: not attached. */
+    p = fg_prepared_new("{\"a\":\"v0\"}", 10, "\"v0\"");
+    fg_redis_mirror_attach(m, KEY, "a", "v0", 2, p);
+    fg_prepared_unref(p);
+    ck_assert_int_eq(fg_redis_mirror_peek(m, KEY, "a", &present, &got), FG_OK);
+    ck_assert_ptr_null(got);
+    /* Made from the copy's value: handed out with it. */
+    p = fg_prepared_new("{\"a\":\"v1\"}", 10, "\"v1\"");
+    fg_redis_mirror_attach(m, KEY, "a", "v1", 2, p);
+    fg_prepared_unref(p);
+    ck_assert_int_eq(fg_redis_mirror_peek(m, KEY, "a", &present, &got), FG_OK);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_str_eq(got->text, "{\"a\":\"v1\"}");
+    ck_assert_str_eq(got->tag, "\"v1\"");
+    /* A write drops the copy and its answer; the holder still reads its own reference. */
+    cmd(writer, "HSET", KEY, "a", "v2");
+    fg_prepared_t *after = NULL;
+    for (int i = 0; i < 100; i++) {
+        if (fg_redis_mirror_peek(m, KEY, "a", &present, &after) != FG_OK)
+            break;
+        fg_prepared_unref(after);
+        after = NULL;
+        sleep_ms(10);
+    }
+    ck_assert_int_eq(fg_redis_mirror_peek(m, KEY, "a", &present, &after), FG_ENOENT);
+    ck_assert_ptr_null(after);
+    ck_assert_str_eq(got->text, "{\"a\":\"v1\"}");
+    fg_prepared_unref(got);
+    fg_redis_mirror_free(m);
+    fg_redis_free(writer);
+    fg_redis_free(pool);
+    tr_redis_stop(&r);
+}
+END_TEST
+
 START_TEST(comes_back_when_redis_does) {
     tr_redis_t r;
     ck_assert_int_eq(tr_redis_start(&r), 0);
@@ -174,6 +232,7 @@ static Suite *suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, copies_are_served_only_while_exact);
     tcase_add_test(tc, comes_back_when_redis_does);
+    tcase_add_test(tc, prepared_answers_go_with_their_copy);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -20,6 +20,47 @@ START_TEST(buf_refuses_growth_past_max_and_stays_unchanged) {
 }
 END_TEST
 
+/* appendf formats in place when the room is there: a refused append inside the room (past max)
+ * leaves the buffer as it was, and one past the room grows it. */
+START_TEST(buf_appendf_in_the_room_and_past_it) {
+    fg_buf_t b;
+    fg_buf_init(&b, 100);
+    ck_assert_int_eq(fg_buf_reserve(&b, 60), FG_OK);
+    ck_assert_int_eq(fg_buf_appendf(&b, "%s-%d", "ab", 7), FG_OK);
+    ck_assert_str_eq(b.data, "ab-7");
+    b.max = 10;
+    ck_assert_int_eq(fg_buf_appendf(&b, "%s", "123456789"), FG_ETOOBIG);
+    ck_assert_uint_eq(b.len, 4);
+    ck_assert_str_eq(b.data, "ab-7");
+    b.max = 1000;
+    char big[300];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    ck_assert_int_eq(fg_buf_appendf(&b, "<%s>", big), FG_OK);
+    ck_assert_uint_eq(b.len, 4 + 2 + 299);
+    ck_assert_int_eq(b.data[b.len - 1], '>');
+    ck_assert_int_eq(fg_buf_reserve(&b, 2000), FG_ETOOBIG);
+    fg_buf_free(&b);
+}
+END_TEST
+
+/* The seconds are formatted once per second per thread: each call still shows its own time. */
+START_TEST(time_ms_format_follows_each_call) {
+    char t[40];
+    fg_format_time_ms(1795996799999, t, sizeof t);
+    ck_assert_str_eq(t, "2026-11-29T23:59:59.999Z");
+    fg_format_time_ms(1795996800000, t, sizeof t);
+    ck_assert_str_eq(t, "2026-11-30T00:00:00.000Z");
+    fg_format_time_ms(1795996800042, t, sizeof t);
+    ck_assert_str_eq(t, "2026-11-30T00:00:00.042Z");
+    fg_format_time_ms(1795996799001, t, sizeof t);
+    ck_assert_str_eq(t, "2026-11-29T23:59:59.001Z");
+    char small[12];
+    fg_format_time_ms(1795996800042, small, sizeof small);
+    ck_assert_str_eq(small, "2026-11-30T");
+}
+END_TEST
+
 START_TEST(buf_json_escape_escapes_quotes_and_controls) {
     fg_buf_t b;
     fg_buf_init(&b, 64);
@@ -297,6 +338,8 @@ static Suite *core_suite(void) {
     tcase_add_loop_test(tc, merge_patch_rfc7396_examples, 0,
                         (int)(sizeof merge_cases / sizeof merge_cases[0]));
     tcase_add_test(tc, buf_refuses_growth_past_max_and_stays_unchanged);
+    tcase_add_test(tc, buf_appendf_in_the_room_and_past_it);
+    tcase_add_test(tc, time_ms_format_follows_each_call);
     tcase_add_test(tc, buf_json_escape_escapes_quotes_and_controls);
     tcase_add_test(tc, buf_json_escape_shows_invalid_utf8_as_text);
     tcase_add_test(tc, json_string_clean_escapes_and_cuts);
