@@ -152,6 +152,12 @@ typedef struct {
      * replaces it with 503 audit-unavailable (fail closed). NULL: none. */
     int (*seal)(fg_req_t *req, unsigned status);
     void *gate_ctx; /* handed to gate and seal through fg_req_gate_ctx */
+    /* A second listener speaking TLS (libmicrohttpd's GnuTLS) with the same routes and limits:
+     * on when tls_cert_pem is set. The PEM texts are borrowed until fg_http_server_start
+     * returns. tls_port 0 picks a free port (fg_http_server_tls_port tells which). */
+    const char *tls_host;
+    uint16_t tls_port;
+    const char *tls_cert_pem, *tls_key_pem;
 } fg_http_options_t;
 
 /* Creates and starts the server (listening when it returns FG_OK). Routes are borrowed.
@@ -159,6 +165,8 @@ typedef struct {
 int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
                          const fg_route_t *routes, size_t nroutes);
 uint16_t fg_http_server_port(const fg_http_server_t *s);
+/* The TLS listener's port; 0 when there is none. */
+uint16_t fg_http_server_tls_port(const fg_http_server_t *s);
 /* Stops accepting connections; requests that arrive on open connections get 503. */
 void fg_http_server_begin_drain(fg_http_server_t *s);
 bool fg_http_server_draining(const fg_http_server_t *s);

@@ -75,6 +75,17 @@ int fg_api_get_app_logs(fg_req_t *req);
 /* The one cluster pod is in (after ?cluster=) into cluster: 404 when none, 409 when several. */
 bool fg_api_pod_cluster_or_reply(fg_req_t *req, const char *project, const char *pod, char *cluster,
                                  size_t len);
+/* kubectl through fleetgate (src/api/kubeapi.c): discovery of /k8s/{cluster}, pods from the
+ * cache as Kubernetes objects or Tables, and the kubeconfig. */
+int fg_api_kube_versions(fg_req_t *req);
+int fg_api_kube_groups(fg_req_t *req);
+int fg_api_kube_resources(fg_req_t *req);
+int fg_api_kube_version(fg_req_t *req);
+int fg_api_kube_list_pods(fg_req_t *req);
+int fg_api_kube_get_pod(fg_req_t *req);
+int fg_api_kube_get_namespace(fg_req_t *req);
+int fg_api_kube_exec_spdy(fg_req_t *req);
+int fg_api_get_kubeconfig(fg_req_t *req);
 /* A boolean query flag: absent is false; true/false (any case), else 422. */
 bool fg_api_flag_or_reply(fg_req_t *req, const char *name, bool *out);
 
