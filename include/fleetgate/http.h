@@ -324,6 +324,13 @@ void fg_ws_key_from(const uint8_t raw[16], char *out);
 /* Sec-WebSocket-Accept for key: base64(SHA-1(key + GUID)), 28 characters and a NUL into out
  * (at least 29 bytes). */
 void fg_ws_accept(const char *key, char *out);
+/* The Kubernetes convention for browsers, which cannot set Authorization on a WebSocket: the
+ * bearer token offered as a subprotocol "base64url.bearer.authorization.k8s.io.<token in
+ * base64url>". Finds the first such entry in a Sec-WebSocket-Protocol value (comma-separated,
+ * spaces around entries ignored; NULL allowed) and points *b64 / *len at its encoded token.
+ * FG_OK, or FG_ENOENT when none is offered (or its token part is empty). */
+int fg_ws_bearer_protocol(const char *offered, const char **b64, size_t *len);
+#define FG_WS_BEARER_PREFIX "base64url.bearer.authorization.k8s.io."
 
 /* ---- request ids ------------------------------------------------------- */
 
