@@ -8,6 +8,9 @@
 #     running apps: Deployments with their pods), plus two apps created through the API
 #   - build/demo/fleetgate.json, made from conf/demo.json with the clusters, CA, token file and
 #     Redis URL filled in; fleetgate listens on LISTEN
+#   - fleetgate also serves HTTPS on DEMO_TLS_LISTEN (default 127.0.0.1:8443) with a certificate
+#     made here with the openssl CLI (build/demo/tls.crt, its own CA), for kubectl: the
+#     kubeconfig is GET /v1/projects/demo/kubeconfig (README "kubectl through fleetgate")
 # Ctrl-C (or SIGTERM) stops all three.
 set -euo pipefail
 # Every file here is the user's alone: kubesim.json and kubesim-token hold the clusters' bearer
@@ -19,6 +22,7 @@ listen=${2:-127.0.0.1:8080}
 dir=build/demo
 redis_port=${DEMO_REDIS_PORT:-6379}
 ks_port=${DEMO_KUBESIM_PORT:-16443}
+tls_listen=${DEMO_TLS_LISTEN:-127.0.0.1:8443}
 token=demo-cluster-token
 
 mkdir -p "$dir/redis"
@@ -106,10 +110,27 @@ done
 sed -e "s|\"clusters\": \[\]|\"clusters\": [$clusters]|" \
     -e "s|redis://127.0.0.1:6379/0|redis://127.0.0.1:$redis_port/0|" conf/demo.json \
     >"$dir/fleetgate.json"
+# fleetgate's TLS listener: a self-signed certificate for 127.0.0.1 and localhost (made once)
+if [ ! -s "$dir/tls.crt" ] || [ ! -s "$dir/tls.key" ]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 365 \
+        -subj /CN=fleetgate-demo -addext subjectAltName=IP:127.0.0.1,DNS:localhost \
+        -keyout "$dir/tls.key" -out "$dir/tls.crt" 2>/dev/null
+fi
+tls="\"tls\": {\"listen\": \"$tls_listen\", \"cert_file\": \"$dir/tls.crt\","
+tls+=" \"key_file\": \"$dir/tls.key\", \"ca_file\": \"$dir/tls.crt\"},"
+sed -i "1s|^{|{$tls|" "$dir/fleetgate.json"
 grep -q "${names[2]}" "$dir/fleetgate.json" || { echo "demo: conf/demo.json has no \"clusters\": []" >&2; exit 1; }
 
 echo "demo: redis 127.0.0.1:$redis_port, kubesim https://127.0.0.1:$ks_port..$((ks_port + 2)) (CA $ca)"
-echo "demo: fleetgate http://$listen with $dir/fleetgate.json (Ctrl-C stops everything)"
+echo "demo: fleetgate http://$listen and https://$tls_listen with $dir/fleetgate.json (Ctrl-C stops everything)"
+cat <<EOF
+demo: kubectl through fleetgate (https://$tls_listen, CA $dir/tls.crt):
+  curl -s -H "Authorization: Bearer \$(cat $dir/token)" http://$listen/v1/projects/demo/kubeconfig > $dir/kubeconfig
+  kubectl --kubeconfig $dir/kubeconfig --token "\$(cat $dir/token)" get pods
+  kubectl --kubeconfig $dir/kubeconfig --token "\$(cat $dir/token)" logs -f POD
+  kubectl --kubeconfig $dir/kubeconfig --token "\$(cat $dir/admin-token)" exec -it POD -- sh
+  (one context per cluster: --context demo@demo-east-2; exec needs the operator role)
+EOF
 "$build/fleetgate" -c "$dir/fleetgate.json" --listen "$listen" &
 pids+=($!)
 wait "${pids[-1]}"

@@ -182,6 +182,30 @@ static void register_build_info(void) {
     fg_metric_set(m, values, 1);
 }
 
+static void wipe_free(char *s) {
+    if (s)
+        explicit_bzero(s, strlen(s));
+    free(s);
+}
+
+/* The TLS listener's certificate and key (tls.cert_file, tls.key_file) into opts, when set.
+ * The texts are the caller's (the key wiped with wipe_free once the server has started). */
+static int load_tls(const fg_config_t *cfg, fg_http_options_t *opts, char **cert, char **key) {
+    size_t len;
+    if (cfg->tls.cert_file == NULL)
+        return FG_OK;
+    if (fg_read_file(cfg->tls.cert_file, 1u << 20, cert, &len) != FG_OK ||
+        fg_read_file(cfg->tls.key_file, 1u << 20, key, &len) != FG_OK) {
+        fg_log(FG_LOG_ERROR, NULL, "tls: cannot read tls.cert_file or tls.key_file");
+        return FG_EIO;
+    }
+    opts->tls_host = cfg->tls.listen_host;
+    opts->tls_port = cfg->tls.listen_port;
+    opts->tls_cert_pem = *cert;
+    opts->tls_key_pem = *key;
+    return FG_OK;
+}
+
 int main(int argc, char **argv) {
     args_t a;
     int status = parse_args(argc, argv, &a);
@@ -214,6 +238,7 @@ int main(int argc, char **argv) {
 
     fg_api_t *api = NULL;
     fg_http_server_t *srv = NULL;
+    char *tls_cert = NULL, *tls_key = NULL;
     fg_redis_t *redis = NULL;
     fg_auth_t *auth = NULL;
     fg_informers_t *informers = NULL;
@@ -256,10 +281,18 @@ int main(int argc, char **argv) {
         .seal = fg_auth_seal,
         .gate_ctx = auth,
     };
-    if (fg_http_server_start(&srv, &hopts, routes, nroutes) != FG_OK)
+    if (load_tls(cfg, &hopts, &tls_cert, &tls_key) != FG_OK)
+        goto out;
+    int started = fg_http_server_start(&srv, &hopts, routes, nroutes);
+    wipe_free(tls_key); /* MHD keeps its own copy */
+    tls_key = NULL;
+    if (started != FG_OK)
         goto out;
     fg_log(FG_LOG_INFO, NULL, "fleetgate %s listening on http://%s:%u (%u workers)", FG_VERSION,
            cfg->listen_host, (unsigned)fg_http_server_port(srv), (unsigned)cfg->workers);
+    if (fg_http_server_tls_port(srv))
+        fg_log(FG_LOG_INFO, NULL, "fleetgate listening on https://%s:%u", cfg->tls.listen_host,
+               (unsigned)fg_http_server_tls_port(srv));
     /* The informers start after the server, so /healthz answers while the first sync runs. */
     if (cfg->cache.enabled && cfg->nclusters > 0 &&
         fg_informers_start(&informers, cfg, &errs) != FG_OK) {
@@ -290,6 +323,8 @@ out:
     fg_auth_free(auth);
     fg_redis_free(redis);
     fg_buf_free(&errs);
+    free(tls_cert);
+    wipe_free(tls_key);
     fg_api_free(api);
     fg_config_free(cfg);
     fg_metrics_reset();

@@ -265,6 +265,16 @@ typedef struct {
     int64_t exec_max_session_s;  /* the longest an exec lives */
 } fg_streams_conf_t;
 
+/* tls: the HTTPS listener (README.md "kubectl through fleetgate"); off when cert_file is NULL. */
+typedef struct {
+    char *listen; /* "HOST:PORT"; split into the two fields below when cert_file is set */
+    char *listen_host;
+    uint16_t listen_port;
+    char *cert_file, *key_file; /* PEM: the certificate (chain) and its private key */
+    char *ca_file;              /* the CA a kubeconfig names; NULL: the client's own CAs */
+    char *advertise_url;        /* the listener's URL in a kubeconfig; NULL: https://listen */
+} fg_tls_conf_t;
+
 /* rate_limits: GCRA limits per principal and per project (see README.md "Rate limits"). */
 typedef struct {
     bool enabled;
@@ -319,6 +329,7 @@ typedef struct {
     fg_streams_conf_t streams;
     fg_sidecar_conf_t *sidecars; /* the managed sidecar catalogue (sidecars[]) */
     size_t nsidecars;
+    fg_tls_conf_t tls;
 } fg_config_t;
 
 /* The catalogue entry of a sidecar by name, or NULL. */

@@ -153,6 +153,12 @@ typedef struct {
      * replaces it with 503 audit-unavailable (fail closed). NULL: none. */
     int (*seal)(fg_req_t *req, unsigned status);
     void *gate_ctx; /* handed to gate and seal through fg_req_gate_ctx */
+    /* A second listener speaking TLS (libmicrohttpd's GnuTLS) with the same routes and limits:
+     * on when tls_cert_pem is set. The PEM texts are borrowed until fg_http_server_start
+     * returns. tls_port 0 picks a free port (fg_http_server_tls_port tells which). */
+    const char *tls_host;
+    uint16_t tls_port;
+    const char *tls_cert_pem, *tls_key_pem;
 } fg_http_options_t;
 
 /* Creates and starts the server (listening when it returns FG_OK). Routes are borrowed.
@@ -160,6 +166,8 @@ typedef struct {
 int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
                          const fg_route_t *routes, size_t nroutes);
 uint16_t fg_http_server_port(const fg_http_server_t *s);
+/* The TLS listener's port; 0 when there is none. */
+uint16_t fg_http_server_tls_port(const fg_http_server_t *s);
 /* Stops accepting connections; requests that arrive on open connections get 503. */
 void fg_http_server_begin_drain(fg_http_server_t *s);
 bool fg_http_server_draining(const fg_http_server_t *s);
@@ -320,6 +328,13 @@ void fg_ws_key_from(const uint8_t raw[16], char *out);
 /* Sec-WebSocket-Accept for key: base64(SHA-1(key + GUID)), 28 characters and a NUL into out
  * (at least 29 bytes). */
 void fg_ws_accept(const char *key, char *out);
+/* The Kubernetes convention for browsers, which cannot set Authorization on a WebSocket: the
+ * bearer token offered as a subprotocol "base64url.bearer.authorization.k8s.io.<token in
+ * base64url>". Finds the first such entry in a Sec-WebSocket-Protocol value (comma-separated,
+ * spaces around entries ignored; NULL allowed) and points *b64 / *len at its encoded token.
+ * FG_OK, or FG_ENOENT when none is offered (or its token part is empty). */
+int fg_ws_bearer_protocol(const char *offered, const char **b64, size_t *len);
+#define FG_WS_BEARER_PREFIX "base64url.bearer.authorization.k8s.io."
 
 /* ---- request ids ------------------------------------------------------- */
 

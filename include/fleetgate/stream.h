@@ -81,7 +81,8 @@ typedef struct {
 } fg_stream_pod_t;
 
 /* Lists the pods to follow now (at most max into pods) and returns how many; *ok false when it
- * cannot tell now (the set is kept). Called on the loop thread. */
+ * cannot tell now (the set is kept). Called on the stream worker thread (it may block on Redis),
+ * one call at a time per stream. */
 typedef size_t (*fg_stream_discover_fn)(void *ud, fg_stream_pod_t *pods, size_t max, bool *ok);
 
 #define FG_STREAM_GROUP_MAX 64 /* pods in one stream */

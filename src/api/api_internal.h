@@ -103,6 +103,17 @@ int fg_api_create_scaler(fg_req_t *req);
 int fg_api_replace_scaler(fg_req_t *req);
 int fg_api_patch_scaler(fg_req_t *req);
 int fg_api_delete_scaler(fg_req_t *req);
+/* kubectl through fleetgate (src/api/kubeapi.c): discovery of /k8s/{cluster}, pods from the
+ * cache as Kubernetes objects or Tables, and the kubeconfig. */
+int fg_api_kube_versions(fg_req_t *req);
+int fg_api_kube_groups(fg_req_t *req);
+int fg_api_kube_resources(fg_req_t *req);
+int fg_api_kube_version(fg_req_t *req);
+int fg_api_kube_list_pods(fg_req_t *req);
+int fg_api_kube_get_pod(fg_req_t *req);
+int fg_api_kube_get_namespace(fg_req_t *req);
+int fg_api_kube_exec_spdy(fg_req_t *req);
+int fg_api_get_kubeconfig(fg_req_t *req);
 /* A boolean query flag: absent is false; true/false (any case), else 422. */
 bool fg_api_flag_or_reply(fg_req_t *req, const char *name, bool *out);
 

@@ -76,7 +76,9 @@ bool fg_api_pod_cluster_or_reply(fg_req_t *req, const char *project, const char 
     char *raws[RD_MAX_CLUSTERS];
     size_t lens[RD_MAX_CLUSTERS], found, at = 0;
     rd_ctx_t c;
-    if (!rd_label_param_or_reply(req, "cluster", &only) ||
+    /* The Kubernetes-compatible routes name the cluster in their path (kubeapi.c). */
+    only = fg_req_param(req, "cluster");
+    if ((only == NULL && !rd_label_param_or_reply(req, "cluster", &only)) ||
         !rd_get_raw_or_reply(&c, req, "pod", project, pod, only, raws, lens, &found, NULL))
         return false;
     for (size_t i = 0; i < c.nparts; i++) {

@@ -121,6 +121,25 @@ static const fg_route_t routes[] = {
           FG_PERM_WRITE),
     WRITE("DELETE", "/v1/projects/{project}/scalers/{scaler}", fg_api_delete_scaler, FG_BODY_NONE,
           FG_PERM_WRITE),
+    /* kubectl through fleetgate (kubeapi.c): one Kubernetes server per member cluster. */
+    GET("/v1/projects/{project}/kubeconfig", fg_api_get_kubeconfig, FG_PERM_LOGS, FG_RATE_READ),
+    ANY_READ("/k8s/{cluster}/api", fg_api_kube_versions, FG_RATE_READ),
+    ANY_READ("/k8s/{cluster}/apis", fg_api_kube_groups, FG_RATE_READ),
+    ANY_READ("/k8s/{cluster}/api/v1", fg_api_kube_resources, FG_RATE_READ),
+    ANY_READ("/k8s/{cluster}/version", fg_api_kube_version, FG_RATE_READ),
+    READ("/k8s/{cluster}/api/v1/namespaces/{project}", fg_api_kube_get_namespace),
+    LIST("/k8s/{cluster}/api/v1/namespaces/{project}/pods", fg_api_kube_list_pods),
+    READ("/k8s/{cluster}/api/v1/namespaces/{project}/pods/{pod}", fg_api_kube_get_pod),
+    STREAM("/k8s/{cluster}/api/v1/namespaces/{project}/pods/{pod}/log", fg_api_get_pod_logs,
+           FG_PERM_LOGS),
+    STREAM("/k8s/{cluster}/api/v1/namespaces/{project}/pods/{pod}/exec", fg_api_exec_pod,
+           FG_PERM_EXEC),
+    {.method = "POST",
+     .pattern = "/k8s/{cluster}/api/v1/namespaces/{project}/pods/{pod}/exec",
+     .handler = fg_api_kube_exec_spdy,
+     .body = FG_BODY_NONE,
+     .perm = FG_PERM_EXEC,
+     .rate = FG_RATE_READ},
 };
 
 const fg_route_t *fg_api_routes(size_t *n) {

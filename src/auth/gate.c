@@ -327,6 +327,33 @@ static int bearer(const char *h, const char **tok, size_t *len) {
     return FG_OK;
 }
 
+/* A browser's WebSocket cannot send Authorization: Kubernetes' convention puts the token in an
+ * offered subprotocol (fg_ws_bearer_protocol), base64url-encoded. Only on a WebSocket upgrade;
+ * the decoded token goes into *owned (the caller frees it). FG_ENOENT when none is offered,
+ * FG_EINVAL when it does not decode to a token. */
+static int ws_bearer(const fg_req_t *req, char **owned, const char **tok, size_t *len) {
+    const char *upgrade = fg_req_header(req, "Upgrade"), *b64;
+    size_t n;
+    unsigned char *raw = NULL;
+    size_t rawlen = 0;
+    if (upgrade == NULL || strcasestr(upgrade, "websocket") == NULL ||
+        fg_ws_bearer_protocol(fg_req_header(req, "Sec-WebSocket-Protocol"), &b64, &n) != FG_OK)
+        return FG_ENOENT;
+    if (fg_b64url_decode(b64, n, &raw, &rawlen) != FG_OK)
+        return FG_EINVAL;
+    bool printable = rawlen > 0;
+    for (size_t i = 0; i < rawlen; i++)
+        printable = printable && raw[i] > ' ' && raw[i] < 0x7f; /* a JWT is printable ASCII */
+    if (!printable) {
+        free(raw);
+        return FG_EINVAL;
+    }
+    *owned = (char *)raw;
+    *tok = *owned;
+    *len = rawlen;
+    return FG_OK;
+}
+
 static fg_rl_class_t rl_class(const fg_req_t *req, fg_rate_class_t c) {
     if (c == FG_RATE_WRITE || (c == FG_RATE_DEFAULT && is_mutating(fg_req_method(req))))
         return FG_RL_WRITE;
@@ -382,9 +409,21 @@ int fg_auth_gate(fg_req_t *req) {
 
     if (refusals_limit(req, st) != FG_OK)
         return FG_ERR;
-    if (bearer(fg_req_header(req, "Authorization"), &tok, &len) != FG_OK)
-        return unauthorized(req, st, false, "no bearer token in Authorization");
-    if (authenticate(a, tok, len, &st->principal, why, sizeof why) != FG_OK)
+    char *ws_tok = NULL;
+    if (bearer(fg_req_header(req, "Authorization"), &tok, &len) != FG_OK) {
+        int wrc = ws_bearer(req, &ws_tok, &tok, &len);
+        if (wrc == FG_EINVAL)
+            return unauthorized(req, st, true,
+                                "the " FG_WS_BEARER_PREFIX "* subprotocol does not hold a token "
+                                "in base64url");
+        if (wrc != FG_OK)
+            return unauthorized(req, st, false, "no bearer token in Authorization");
+    }
+    int arc = authenticate(a, tok, len, &st->principal, why, sizeof why);
+    if (ws_tok)
+        explicit_bzero(ws_tok, len);
+    free(ws_tok);
+    if (arc != FG_OK)
         return unauthorized(req, st, true, why);
     fg_req_set_principal(req, fg_principal_subject(st->principal), st, reqstate_free);
     if (!fg_auth_can(st->principal, st->project, perm))

@@ -340,6 +340,21 @@ static const key_t_ sidecar_keys[] = {
 };
 static const table_t sidecar_table = TABLE(sidecar_keys, sizeof(fg_sidecar_conf_t));
 
+static const char *check_https_url(const char *v) {
+    if (strncmp(v, "https://", 8) != 0)
+        return "not an https:// URL";
+    return check_http_url(v);
+}
+
+static const key_t_ tls_keys[] = {
+    KEY_STRING("listen", CFG(tls.listen), "127.0.0.1:8443", check_listen),
+    KEY_STRING("cert_file", CFG(tls.cert_file), NULL, check_readable),
+    KEY_STRING("key_file", CFG(tls.key_file), NULL, check_readable),
+    KEY_STRING("ca_file", CFG(tls.ca_file), NULL, check_readable),
+    KEY_STRING("advertise_url", CFG(tls.advertise_url), NULL, check_https_url),
+};
+static const table_t tls_table = TABLE(tls_keys, 0);
+
 static const key_t_ top_keys[] = {
     KEY_STRING("listen", CFG(listen), "127.0.0.1:8080", check_listen),
     KEY_INT("workers", CFG(workers), 4, 1, 256),
@@ -354,6 +369,8 @@ static const key_t_ top_keys[] = {
     KEY_OBJECT("cache", cache_table),
     KEY_OBJECT("streams", streams_table),
     KEY_ARRAY("sidecars", CFG(sidecars), CFG(nsidecars), 64, sidecar_table),
+
+    KEY_OBJECT("tls", tls_table),
 };
 static const table_t top_table = TABLE(top_keys, sizeof(fg_config_t));
 
@@ -620,6 +637,22 @@ static void check_auth(ctx_t *c, const fg_config_t *cfg) {
     }
 }
 
+/* The TLS listener needs its certificate and key together, on another address than listen. */
+static void check_tls(ctx_t *c, fg_config_t *cfg) {
+    fg_tls_conf_t *t = &cfg->tls;
+    if ((t->cert_file == NULL) != (t->key_file == NULL)) {
+        problem(c, t->cert_file ? "tls.key_file" : "tls.cert_file",
+                "tls.cert_file and tls.key_file go together", NULL);
+        return;
+    }
+    if (t->cert_file == NULL || c->nerrs > 0)
+        return;
+    if (fg_parse_hostport(t->listen, &t->listen_host, &t->listen_port) != FG_OK)
+        problem(c, "tls.listen", "not HOST:PORT", NULL);
+    else if (strcmp(t->listen, cfg->listen) == 0)
+        problem(c, "tls.listen", "must differ from listen", NULL);
+}
+
 int fg_config_load_text(const char *origin, const char *text, size_t len, fg_config_t **out,
                         fg_buf_t *errs) {
     ctx_t c = {origin, errs, 0};
@@ -645,6 +678,7 @@ int fg_config_load_text(const char *origin, const char *text, size_t len, fg_con
     if (c.nerrs == 0 &&
         fg_parse_hostport(cfg->listen, &cfg->listen_host, &cfg->listen_port) != FG_OK)
         problem(&c, "listen", "not HOST:PORT", NULL);
+    check_tls(&c, cfg);
 out:
     json_decref(root);
     if (c.nerrs > 0) {
@@ -704,5 +738,6 @@ void fg_config_free(fg_config_t *c) {
         return;
     free_strings(&top_table, (char *)c);
     free(c->listen_host);
+    free(c->tls.listen_host);
     free(c);
 }

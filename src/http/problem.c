@@ -92,11 +92,56 @@ json_t *fg_problem_new(fg_problem_t kind, const char *detail, const char *reques
     return p;
 }
 
+/* The Kubernetes-compatible surface (/k8s/..., api/kubeapi.c) answers errors as a Kubernetes
+ * Status, the only error body kubectl reads ("Error from server (Forbidden): <message>"). */
+#define KUBE_PREFIX "/k8s/"
+
+static const struct {
+    unsigned status;
+    const char *reason; /* metav1.StatusReason */
+} kube_reasons[] = {
+    {400, "BadRequest"},
+    {401, "Unauthorized"},
+    {403, "Forbidden"},
+    {404, "NotFound"},
+    {405, "MethodNotAllowed"},
+    {409, "Conflict"},
+    {413, "RequestEntityTooLarge"},
+    {415, "UnsupportedMediaType"},
+    {422, "Invalid"},
+    {429, "TooManyRequests"},
+    {500, "InternalError"},
+    {503, "ServiceUnavailable"},
+    {504, "Timeout"},
+};
+
+static int reply_kube_status(fg_req_t *req, fg_problem_t kind, const char *detail) {
+    unsigned status = fg_problem_status(kind);
+    const char *reason = "Unknown";
+    for (size_t i = 0; i < sizeof kube_reasons / sizeof kube_reasons[0]; i++)
+        if (kube_reasons[i].status == status)
+            reason = kube_reasons[i].reason;
+    const char *msg = detail ? detail : problems[kind].title;
+    json_t *st = json_pack("{s:s,s:s,s:{},s:s,s:o,s:s,s:i}", "kind", "Status", "apiVersion", "v1",
+                           "metadata", "status", "Failure", "message",
+                           fg_json_string_clean(msg, strlen(msg), FG_PROBLEM_FIELD_MAX, NULL),
+                           "reason", reason, "code", (int)status);
+    size_t len;
+    char *text = fg_json_dumps(st, &len);
+    json_decref(st);
+    return fg_reply_take(req, status, "application/json", text, len);
+}
+
 static int reply_problem(fg_req_t *req, fg_problem_t kind, json_t *ext, const char *detail_fmt,
                          va_list ap) {
     char detail[1024];
     if (detail_fmt)
         vsnprintf(detail, sizeof detail, detail_fmt, ap);
+    const char *path = fg_req_path(req);
+    if (path && strncmp(path, KUBE_PREFIX, strlen(KUBE_PREFIX)) == 0) {
+        json_decref(ext);
+        return reply_kube_status(req, kind, detail_fmt ? detail : NULL);
+    }
     json_t *p = fg_problem_new(kind, detail_fmt ? detail : NULL, fg_req_id(req), fg_req_path(req));
     if (ext) {
         json_object_update_missing(p, ext);

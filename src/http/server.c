@@ -52,6 +52,8 @@
 
 struct fg_http_server {
     struct MHD_Daemon *mhd;
+    struct MHD_Daemon *mhd_tls; /* the TLS listener; NULL when none */
+    uint16_t tls_port;
     fg_router_t *router;
     fg_http_options_t opts;
     char *host;
@@ -1251,14 +1253,70 @@ static void *watchdog_main(void *arg) {
 
 /* ---- server lifecycle -------------------------------------------------- */
 
+/* One MHD daemon on host:port with every callback of the server; with cert_pem and key_pem it
+ * speaks TLS (GnuTLS inside libmicrohttpd: suspend/resume and upgrades work the same, MHD
+ * relays an upgraded TLS socket through a socket pair). FG_EIO when it cannot listen. */
+static int start_listener(fg_http_server_t *srv, const char *host, uint16_t port,
+                          const char *cert_pem, const char *key_pem, struct MHD_Daemon **out,
+                          uint16_t *bound) {
+    const fg_http_options_t *opts = &srv->opts;
+    struct addrinfo *ai = NULL;
+    char portstr[8];
+    snprintf(portstr, sizeof portstr, "%u", (unsigned)port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    int gai = getaddrinfo(host, portstr, &hints, &ai);
+    if (gai != 0) {
+        fg_log(FG_LOG_ERROR, NULL, "listen %s:%s: %s", host, portstr, gai_strerror(gai));
+        return FG_EIO;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG;
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    struct MHD_OptionItem tls[] = {{MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)key_pem},
+                                   {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cert_pem},
+                                   {MHD_OPTION_END, 0, NULL}};
+    if (cert_pem) {
+        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+            fg_log(FG_LOG_ERROR, NULL, "this libmicrohttpd is built without TLS");
+            freeaddrinfo(ai);
+            return FG_EIO;
+        }
+        flags |= MHD_USE_TLS;
+    } else {
+        tls[0].option = MHD_OPTION_END;
+    }
+    *out = MHD_start_daemon(
+        flags, port, NULL, NULL, on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MHD_POOL_BYTES, MHD_OPTION_SOCK_ADDR,
+        ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(opts->workers > 1 ? opts->workers : 0),
+        MHD_OPTION_CONNECTION_LIMIT, opts->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        opts->connection_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, opts->max_connections_per_client,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (*out == NULL) {
+        fg_log(FG_LOG_ERROR, NULL, "cannot listen on %s:%u%s (in use, not an address here%s)", host,
+               (unsigned)port, cert_pem ? " with TLS" : "",
+               cert_pem ? ", or a certificate and key that do not load or match" : "");
+        return FG_EIO;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(*out, MHD_DAEMON_INFO_BIND_PORT);
+    *bound = info ? info->port : port;
+    return FG_OK;
+}
+
 int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
                          const fg_route_t *routes, size_t nroutes) {
     int rc = FG_OK;
-    struct addrinfo *ai = NULL;
     fg_http_server_t *srv = fg_xcalloc(1, sizeof *srv);
     srv->opts = *opts;
     srv->host = fg_xstrdup(opts->host);
     srv->opts.host = srv->host;
+    srv->opts.tls_cert_pem = srv->opts.tls_key_pem = NULL; /* borrowed only during the start */
     atomic_init(&srv->draining, false);
     atomic_init(&srv->in_flight, 0);
     pthread_mutex_init(&srv->conns_mu, NULL);
@@ -1291,39 +1349,14 @@ int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
         goto out;
     }
 
-    char port[8];
-    snprintf(port, sizeof port, "%u", (unsigned)opts->port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-    int gai = getaddrinfo(opts->host, port, &hints, &ai);
-    if (gai != 0) {
-        fg_log(FG_LOG_ERROR, NULL, "listen %s:%s: %s", opts->host, port, gai_strerror(gai));
+    own_daemon_add(srv); /* before the listeners accept: their refusals are fleetgate's */
+    if (start_listener(srv, opts->host, opts->port, NULL, NULL, &srv->mhd, &srv->port) != FG_OK ||
+        (opts->tls_cert_pem &&
+         start_listener(srv, opts->tls_host, opts->tls_port, opts->tls_cert_pem, opts->tls_key_pem,
+                        &srv->mhd_tls, &srv->tls_port) != FG_OK)) {
         rc = FG_EIO;
         goto out;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG;
-    if (ai->ai_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    srv->mhd = MHD_start_daemon(
-        flags, opts->port, NULL, NULL, on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MHD_POOL_BYTES, MHD_OPTION_SOCK_ADDR,
-        ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(opts->workers > 1 ? opts->workers : 0),
-        MHD_OPTION_CONNECTION_LIMIT, opts->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-        opts->connection_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, opts->max_connections_per_client,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
-    if (srv->mhd == NULL) {
-        fg_log(FG_LOG_ERROR, NULL, "cannot listen on %s:%u (in use, or not an address here)",
-               opts->host, (unsigned)opts->port);
-        rc = FG_EIO;
-        goto out;
-    }
-    own_daemon_add(srv);
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
-    srv->port = info ? info->port : opts->port;
     if (opts->header_timeout_s > 0 || opts->body_timeout_s > 0) {
         if (pthread_create(&srv->watchdog, NULL, watchdog_main, srv) != 0) {
             fg_log(FG_LOG_ERROR, NULL, "cannot start the slow-client watchdog");
@@ -1333,8 +1366,6 @@ int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
         srv->watchdog_running = true;
     }
 out:
-    if (ai)
-        freeaddrinfo(ai);
     if (rc != FG_OK) {
         fg_http_server_free(srv);
         return rc;
@@ -1347,10 +1378,17 @@ uint16_t fg_http_server_port(const fg_http_server_t *s) {
     return s->port;
 }
 
+uint16_t fg_http_server_tls_port(const fg_http_server_t *s) {
+    return s->mhd_tls ? s->tls_port : 0;
+}
+
 void fg_http_server_begin_drain(fg_http_server_t *s) {
     if (atomic_exchange(&s->draining, true))
         return;
     MHD_socket fd = MHD_quiesce_daemon(s->mhd);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+    fd = s->mhd_tls ? MHD_quiesce_daemon(s->mhd_tls) : MHD_INVALID_SOCKET;
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
 }
@@ -1375,6 +1413,8 @@ void fg_http_server_free(fg_http_server_t *s) {
     }
     if (s->mhd)
         MHD_stop_daemon(s->mhd);
+    if (s->mhd_tls)
+        MHD_stop_daemon(s->mhd_tls);
     own_daemon_remove(s);
     pthread_cond_destroy(&s->stop_cv);
     pthread_mutex_destroy(&s->conns_mu);

@@ -138,3 +138,22 @@ void fg_ws_accept(const char *key, char *out) {
     SHA1((const unsigned char *)text, klen + sizeof WS_GUID - 1, md);
     base64(md, SHA_DIGEST_LENGTH, out);
 }
+
+int fg_ws_bearer_protocol(const char *offered, const char **token, size_t *len) {
+    static const size_t plen = sizeof FG_WS_BEARER_PREFIX - 1;
+    for (const char *s = offered; s && *s;) {
+        while (*s == ' ' || *s == '\t' || *s == ',')
+            s++;
+        size_t n = strcspn(s, ",");
+        size_t m = n;
+        while (m > 0 && (s[m - 1] == ' ' || s[m - 1] == '\t'))
+            m--;
+        if (m > plen && strncmp(s, FG_WS_BEARER_PREFIX, plen) == 0) {
+            *token = s + plen;
+            *len = m - plen;
+            return FG_OK;
+        }
+        s += n;
+    }
+    return FG_ENOENT;
+}

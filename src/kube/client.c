@@ -23,12 +23,16 @@
 #include "fleetgate/http.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #define POOL_MAX         8
 #define MAX_TOKEN_BYTES  16384
@@ -564,9 +568,19 @@ void fg_kube_calls_clear(fg_kube_call_t *calls, size_t n) {
 
 /* ---- watches in a loop ---------------------------------------------------- */
 
+/* A loop is socket-driven (curl_multi_socket_action): curl tells it which sockets to watch and
+ * when its next timer is due, the loop waits on its own epoll set, and only transfers whose
+ * socket is ready (or whose timer is due) run. With a thousand log streams open, a line on one
+ * costs that one transfer, not a pass over all of them (curl_multi_perform runs every handle
+ * and polls each one's socket). Owned by the thread that runs it; only wakeup is thread-safe. */
 struct fg_kube_loop {
     CURLM *multi;
     fg_kube_watch_t *head; /* watches in the loop */
+    int ep;                /* epoll: the transfers' sockets, wake_fd and the caller's extra fd */
+    int wake_fd;           /* eventfd: fg_kube_loop_wakeup */
+    int extra_fd;          /* the caller's fd in ep (-1: none) */
+    bool timer_set;        /* curl asked to be called back at timer_at_ns */
+    uint64_t timer_at_ns;
 };
 
 struct fg_kube_watch {
@@ -590,14 +604,54 @@ struct fg_kube_watch {
     bool headers_told;       /* stream mode: on_data had its len-0 call */
 };
 
+/* curl's socket callback: keep ep in step with what each transfer waits for. */
+static int on_loop_socket(CURL *e, curl_socket_t fd, int what, void *userp, void *socketp) {
+    (void)e, (void)socketp;
+    fg_kube_loop_t *l = userp;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(l->ep, EPOLL_CTL_DEL, fd, NULL); /* may be closed already: ignored */
+        return 0;
+    }
+    struct epoll_event ev = {.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) |
+                                       ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u),
+                             .data.fd = fd};
+    if (epoll_ctl(l->ep, EPOLL_CTL_MOD, fd, &ev) != 0 && errno == ENOENT)
+        epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &ev);
+    return 0;
+}
+
+/* curl's timer callback: when to call it with CURL_SOCKET_TIMEOUT (-1: never). */
+static int on_loop_timer(CURLM *m, long timeout_ms, void *userp) {
+    (void)m;
+    fg_kube_loop_t *l = userp;
+    l->timer_set = timeout_ms >= 0;
+    l->timer_at_ns = fg_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u;
+    return 0;
+}
+
 int fg_kube_loop_new(fg_kube_loop_t **out) {
     fg_kube_loop_t *l = fg_xcalloc(1, sizeof *l);
     pthread_once(&curl_once, curl_init);
+    l->extra_fd = -1;
     l->multi = curl_multi_init();
-    if (l->multi == NULL) {
+    l->ep = epoll_create1(EPOLL_CLOEXEC);
+    l->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = l->wake_fd};
+    if (l->multi == NULL || l->ep < 0 || l->wake_fd < 0 ||
+        epoll_ctl(l->ep, EPOLL_CTL_ADD, l->wake_fd, &ev) != 0) {
+        if (l->multi)
+            curl_multi_cleanup(l->multi);
+        if (l->ep >= 0)
+            close(l->ep);
+        if (l->wake_fd >= 0)
+            close(l->wake_fd);
         free(l);
         return FG_EIO;
     }
+    curl_multi_setopt(l->multi, CURLMOPT_SOCKETFUNCTION, on_loop_socket);
+    curl_multi_setopt(l->multi, CURLMOPT_SOCKETDATA, l);
+    curl_multi_setopt(l->multi, CURLMOPT_TIMERFUNCTION, on_loop_timer);
+    curl_multi_setopt(l->multi, CURLMOPT_TIMERDATA, l);
     *out = l;
     return FG_OK;
 }
@@ -620,12 +674,17 @@ void fg_kube_loop_free(fg_kube_loop_t *loop) {
         return;
     while (loop->head != NULL)
         unlink_watch(loop->head);
-    curl_multi_cleanup(loop->multi);
+    curl_multi_cleanup(loop->multi); /* may still call on_loop_socket: ep closes after */
+    close(loop->ep);
+    close(loop->wake_fd);
     free(loop);
 }
 
 void fg_kube_loop_wakeup(fg_kube_loop_t *loop) {
-    curl_multi_wakeup(loop->multi);
+    uint64_t one = 1;
+    if (write(loop->wake_fd, &one, sizeof one) < 0) {
+        /* the counter is at its maximum: the loop wakes anyway */
+    }
 }
 
 static int watch_event(void *ud, const fg_kube_event_t *ev) {
@@ -867,15 +926,59 @@ int fg_kube_loop_run(fg_kube_loop_t *loop, int timeout_ms, int *running) {
     return fg_kube_loop_run_fd(loop, timeout_ms, -1, running);
 }
 
+/* Waits on ep at most timeout_ms (less when curl's timer is due sooner), then hands curl the
+ * ready sockets and, when due, its timer. */
+static int loop_wait_and_act(fg_kube_loop_t *loop, int timeout_ms, int extra_fd) {
+    if (extra_fd != loop->extra_fd) {
+        if (loop->extra_fd >= 0)
+            epoll_ctl(loop->ep, EPOLL_CTL_DEL, loop->extra_fd, NULL);
+        struct epoll_event ev = {.events = EPOLLIN, .data.fd = extra_fd};
+        if (extra_fd >= 0 && epoll_ctl(loop->ep, EPOLL_CTL_ADD, extra_fd, &ev) != 0)
+            return FG_EIO;
+        loop->extra_fd = extra_fd;
+    }
+    int wait = timeout_ms;
+    if (loop->timer_set) {
+        uint64_t now = fg_now_ns();
+        uint64_t due = loop->timer_at_ns > now ? (loop->timer_at_ns - now + 999999u) / 1000000u : 0;
+        if (due < (uint64_t)wait)
+            wait = (int)due;
+    }
+    struct epoll_event evs[256];
+    int n = epoll_wait(loop->ep, evs, 256, wait);
+    if (n < 0 && errno != EINTR)
+        return FG_EIO;
+    int running = 0;
+    for (int i = 0; i < n; i++) {
+        int fd = evs[i].data.fd;
+        if (fd == loop->wake_fd) {
+            uint64_t v;
+            if (read(fd, &v, sizeof v) < 0) {
+                /* nothing to take: another read got it */
+            }
+            continue;
+        }
+        if (fd == loop->extra_fd)
+            continue; /* the caller's: it looks at it itself */
+        int flags = ((evs[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) |
+                    ((evs[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
+                    ((evs[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
+        if (curl_multi_socket_action(loop->multi, fd, flags, &running) != CURLM_OK)
+            return FG_EIO;
+    }
+    if (loop->timer_set && fg_now_ns() >= loop->timer_at_ns) {
+        loop->timer_set = false;
+        if (curl_multi_socket_action(loop->multi, CURL_SOCKET_TIMEOUT, 0, &running) != CURLM_OK)
+            return FG_EIO;
+    }
+    return FG_OK;
+}
+
 int fg_kube_loop_run_fd(fg_kube_loop_t *loop, int timeout_ms, int extra_fd, int *running) {
-    int n = 0;
-    struct curl_waitfd extra = {.fd = extra_fd, .events = CURL_WAIT_POLLIN};
     /* Wait first, then move bytes: the callbacks run last, so what they hand the caller (events
      * to write out) is dealt with as soon as this returns, not after another wait. A transfer
-     * added since the last call has a zero timeout, so the wait does not delay its start. */
-    if (curl_multi_poll(loop->multi, extra_fd >= 0 ? &extra : NULL, extra_fd >= 0 ? 1 : 0,
-                        timeout_ms, NULL) != CURLM_OK ||
-        curl_multi_perform(loop->multi, &n) != CURLM_OK)
+     * added since the last call has its timer due now, so the wait does not delay its start. */
+    if (loop_wait_and_act(loop, timeout_ms, extra_fd) != FG_OK)
         return FG_EIO;
     CURLMsg *msg;
     int left;

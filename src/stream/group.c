@@ -2,8 +2,9 @@
  * Each pod is a source on the loop (kube.h's fg_kube_stream_new); its bytes are cut into lines,
  * each written whole into the stream's one buffer behind "[CLUSTER/POD] ", so pods interleave at
  * line ends only. A source whose lines do not fit waits (paused, as a single stream's source
- * does). With follow, the discover callback is asked every 2 s and pods it names that were not
- * seen before join. Everything here runs on the loop thread, except fg_group_new. */
+ * does). With follow, the discover callback is asked every 2 s (on the stream worker: it reads
+ * Redis) and pods it names that were not seen before join. Everything else here runs on the
+ * loop thread, except fg_group_new. */
 #include "stream_internal.h"
 
 #include <stdio.h>
@@ -38,7 +39,17 @@ struct group {
     void *ud;
     void (*ud_free)(void *);
     uint64_t next_ns;
+    bool discovering; /* a discover call is out on the worker */
 };
+
+/* One discover call's question and answer, owned by the job. */
+typedef struct {
+    fg_stream_discover_fn discover;
+    void *ud;
+    fg_stream_pod_t pods[FG_STREAM_GROUP_MAX];
+    size_t n;
+    bool ok;
+} discovery_t;
 
 struct group *fg_group_new(const fg_stream_group_t *g) {
     struct group *gr = fg_xcalloc(1, sizeof *gr);
@@ -232,6 +243,23 @@ void fg_group_resume(stream_t *st) {
             fg_kube_stream_resume(s->up);
 }
 
+static void discover_run(void *data) {
+    discovery_t *d = data;
+    d->n = d->discover(d->ud, d->pods, FG_STREAM_GROUP_MAX, &d->ok);
+}
+
+static void discover_done(fg_streams_t *ss, stream_t *st, void *data) {
+    discovery_t *d = data;
+    struct group *g = st->group;
+    g->discovering = false;
+    pthread_mutex_lock(&st->mu);
+    bool over = st->abort || st->eof;
+    pthread_mutex_unlock(&st->mu);
+    for (size_t i = 0; d->ok && !st->zombie && !over && i < d->n && i < FG_STREAM_GROUP_MAX; i++)
+        add_source(ss, st, &d->pods[i], g->new_query);
+    free(d);
+}
+
 void fg_group_tick(fg_streams_t *ss, stream_t *st) {
     struct group *g = st->group;
     uint64_t now = fg_now_ns();
@@ -243,9 +271,11 @@ void fg_group_tick(fg_streams_t *ss, stream_t *st) {
     pthread_mutex_unlock(&st->mu);
     if (over)
         return;
-    fg_stream_pod_t pods[FG_STREAM_GROUP_MAX];
-    bool ok = false;
-    size_t n = g->discover(g->ud, pods, FG_STREAM_GROUP_MAX, &ok);
-    for (size_t i = 0; ok && i < n && i < FG_STREAM_GROUP_MAX; i++)
-        add_source(ss, st, &pods[i], g->new_query);
+    if (g->discovering)
+        return;
+    g->discovering = true;
+    discovery_t *d = fg_xcalloc(1, sizeof *d);
+    d->discover = g->discover;
+    d->ud = g->ud; /* read-only for discover; freed with the group, which outlives the job */
+    fg_stream_offload(ss, st, discover_run, discover_done, d);
 }

@@ -6,8 +6,13 @@
  *   it alone starts, pauses, resumes and frees sources, and frees streams;
  * - HTTP workers call the sink's ops (resume: reply; read: take bytes; closed: the request is
  *   done) and post commands (unpause, closed) to the loop;
- * - stream_t.mu guards the buffer and the flags both sides read (the "shared" block below).
- * A stream is freed by the loop when it handles CMD_CLOSED, the last thing http says of it.
+ * - stream_t.mu guards the buffer and the flags both sides read (the "shared" block below);
+ * - the worker thread runs the blocking calls the loop must not wait on (renewing rate-limit
+ *   leases and listing an app's pods: Redis round trips) and hands each result back to the loop
+ *   as a command (fg_stream_offload). It is general: any source that needs a blocking read (a
+ *   Redis-fed change stream) can offload it the same way.
+ * A stream is freed by the loop when it handles CMD_CLOSED, the last thing http says of it, or,
+ * when jobs of it are still out then, when the last of them comes back.
  */
 #include "stream_internal.h"
 
@@ -259,9 +264,75 @@ static void closed(fg_streams_t *ss, stream_t *st) {
         ss->all = st->next;
     if (st->next)
         st->next->prev = st->prev;
-    stream_free(st);
+    st->prev = st->next = NULL;
     atomic_fetch_sub(&ss->open, 1);
     fg_metric_add(ss->m_open, NULL, -1);
+    if (st->jobs > 0) { /* the worker still holds it: freed when its last job is back */
+        stop_source(st);
+        st->zombie = true;
+        return;
+    }
+    stream_free(st);
+}
+
+/* ---- the worker ---------------------------------------------------------- */
+
+typedef struct job {
+    stream_t *st;
+    void (*run)(void *data);
+    void (*done)(fg_streams_t *ss, stream_t *st, void *data);
+    void *data;
+    struct job *next;
+} job_t;
+
+void fg_stream_offload(fg_streams_t *ss, stream_t *st, void (*run)(void *data),
+                       void (*done)(fg_streams_t *ss, stream_t *st, void *data), void *data) {
+    job_t *j = fg_xcalloc(1, sizeof *j);
+    j->st = st;
+    j->run = run;
+    j->done = done;
+    j->data = data;
+    st->jobs++;
+    pthread_mutex_lock(&ss->jobs_mu);
+    if (ss->jobs_tail)
+        ss->jobs_tail->next = j;
+    else
+        ss->jobs_head = j;
+    ss->jobs_tail = j;
+    pthread_cond_signal(&ss->jobs_cv);
+    pthread_mutex_unlock(&ss->jobs_mu);
+}
+
+/* Runs every job queued, in order, until told to stop with the queue empty. */
+static void *worker_main(void *arg) {
+    fg_streams_t *ss = arg;
+    pthread_mutex_lock(&ss->jobs_mu);
+    for (;;) {
+        while (ss->jobs_head == NULL && !ss->worker_stop)
+            pthread_cond_wait(&ss->jobs_cv, &ss->jobs_mu);
+        job_t *j = ss->jobs_head;
+        if (j == NULL)
+            break; /* stop, and nothing left */
+        ss->jobs_head = j->next;
+        if (ss->jobs_head == NULL)
+            ss->jobs_tail = NULL;
+        pthread_mutex_unlock(&ss->jobs_mu);
+        j->run(j->data);
+        j->next = NULL;
+        fg_stream_post(ss, CMD_JOB_DONE, j);
+        pthread_mutex_lock(&ss->jobs_mu);
+    }
+    pthread_mutex_unlock(&ss->jobs_mu);
+    return NULL;
+}
+
+/* On the loop: the job's result, then the stream it held (a zombie goes with its last job). */
+static void job_done(fg_streams_t *ss, job_t *j) {
+    stream_t *st = j->st;
+    j->done(ss, st, j->data);
+    if (--st->jobs == 0 && st->zombie)
+        stream_free(st);
+    free(j);
 }
 
 /* Runs the queued commands; false once CMD_STOP came. */
@@ -298,6 +369,9 @@ static bool run_commands(fg_streams_t *ss) {
             case CMD_CLOSED:
                 closed(ss, st);
                 break;
+            case CMD_JOB_DONE:
+                job_done(ss, c->st);
+                break;
             case CMD_DRAIN:
                 for (stream_t *s = ss->all; s != NULL; s = s->next)
                     end_stream(s, false, "drain", FG_PROBLEM_SHUTTING_DOWN,
@@ -313,18 +387,29 @@ static bool run_commands(fg_streams_t *ss) {
     return go_on;
 }
 
-/* Keeps each stream's rate-limit slot alive. Under mu, so the request cannot complete (and its
- * gate state go) meanwhile. */
+/* Keeps each stream's rate-limit slot alive: the renewal (a Redis call) runs on the worker,
+ * under mu, so the request cannot complete (and its gate state go) meanwhile. */
+static void renew_run(void *data) {
+    stream_t *st = data;
+    pthread_mutex_lock(&st->mu);
+    if (!st->req_done)
+        st->opts.renew(st->req);
+    pthread_mutex_unlock(&st->mu);
+}
+
+static void renew_done(fg_streams_t *ss, stream_t *st, void *data) {
+    (void)ss, (void)data;
+    st->renew_pending = false;
+}
+
 static void renew_leases(fg_streams_t *ss) {
     uint64_t now = fg_now_ns();
     for (stream_t *st = ss->all; st != NULL; st = st->next) {
-        if (st->opts.renew == NULL || now < st->next_renew_ns)
+        if (st->opts.renew == NULL || now < st->next_renew_ns || st->renew_pending)
             continue;
         st->next_renew_ns = now + (uint64_t)st->opts.renew_s * 1000000000u;
-        pthread_mutex_lock(&st->mu);
-        if (!st->req_done)
-            st->opts.renew(st->req);
-        pthread_mutex_unlock(&st->mu);
+        st->renew_pending = true;
+        fg_stream_offload(ss, st, renew_run, renew_done, st);
     }
 }
 
@@ -391,6 +476,8 @@ int fg_streams_new(fg_streams_t **out, const fg_config_t *cfg, const fg_stream_l
     fg_streams_t *ss = fg_xcalloc(1, sizeof *ss);
     ss->epfd = ss->evfd = -1;
     pthread_mutex_init(&ss->mu, NULL);
+    pthread_mutex_init(&ss->jobs_mu, NULL);
+    pthread_cond_init(&ss->jobs_cv, NULL);
     if (limits)
         ss->limits = *limits;
     if (ss->limits.buffer_bytes == 0)
@@ -422,7 +509,13 @@ int fg_streams_new(fg_streams_t **out, const fg_config_t *cfg, const fg_stream_l
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
     if (ss->epfd < 0 || ss->evfd < 0 || epoll_ctl(ss->epfd, EPOLL_CTL_ADD, ss->evfd, &ev) != 0 ||
         fg_kube_loop_new(&ss->kloop) != FG_OK ||
-        pthread_create(&ss->thread, NULL, loop_main, ss) != 0) {
+        pthread_create(&ss->worker, NULL, worker_main, ss) != 0) {
+        fg_log(FG_LOG_ERROR, NULL, "streams: cannot start the stream loop");
+        rc = FG_EIO;
+        goto out;
+    }
+    ss->worker_started = true;
+    if (pthread_create(&ss->thread, NULL, loop_main, ss) != 0) {
         fg_log(FG_LOG_ERROR, NULL, "streams: cannot start the stream loop");
         rc = FG_EIO;
         goto out;
@@ -460,7 +553,15 @@ void fg_streams_free(fg_streams_t *ss) {
         fg_stream_post(ss, CMD_STOP, NULL);
         pthread_join(ss->thread, NULL);
     }
-    /* With the server gone every request completed; what is left never heard of it. */
+    if (ss->worker_started) { /* it runs what is queued, then stops */
+        pthread_mutex_lock(&ss->jobs_mu);
+        ss->worker_stop = true;
+        pthread_cond_signal(&ss->jobs_cv);
+        pthread_mutex_unlock(&ss->jobs_mu);
+        pthread_join(ss->worker, NULL);
+    }
+    /* With the server gone every request completed; what is left never heard of it (and every
+     * job's end is queued: zombies go with it). */
     run_commands(ss);
     while (ss->all != NULL)
         closed(ss, ss->all);
@@ -473,6 +574,8 @@ void fg_streams_free(fg_streams_t *ss) {
     if (ss->evfd >= 0)
         close(ss->evfd);
     pthread_mutex_destroy(&ss->mu);
+    pthread_mutex_destroy(&ss->jobs_mu);
+    pthread_cond_destroy(&ss->jobs_cv);
     free(ss);
 }
 

@@ -24,6 +24,7 @@ typedef enum {
     CMD_DRAIN,
     CMD_STOP,
     CMD_EXEC_START, /* st is an fg_exec_t */
+    CMD_JOB_DONE,   /* st is a job_t the worker ran */
 } cmd_kind_t;
 
 typedef struct cmd {
@@ -60,6 +61,9 @@ struct stream {
     bool req_done; /* the request completed: req is gone */
     /* loop thread only */
     uint64_t next_renew_ns;
+    int jobs;           /* offloaded jobs not yet done: the stream is not freed before */
+    bool zombie;        /* closed while jobs were out: freed by the last one's end */
+    bool renew_pending; /* a lease renewal is out */
     fg_kube_watch_t *up;
     struct group *group; /* an app's pods (group.c); NULL for one source. Set before the loop
                             has the stream, then the loop's */
@@ -80,11 +84,23 @@ struct fg_streams {
     stream_t *all;      /* loop thread only */
     fg_exec_t *execs;   /* loop thread only */
     atomic_uint nexecs; /* sessions open */
+    /* the worker: blocking calls (Redis) off the loop thread */
+    pthread_t worker;
+    bool worker_started;
+    pthread_mutex_t jobs_mu; /* guards jobs_head/jobs_tail and worker_stop */
+    pthread_cond_t jobs_cv;
+    struct job *jobs_head, *jobs_tail;
+    bool worker_stop;
     fg_metric_t *m_open, *m_ended;
 };
 
 /* Queues a command for the loop thread (thread-safe). */
 void fg_stream_post(fg_streams_t *ss, cmd_kind_t kind, void *st);
+/* Runs run(data) on the worker thread (a blocking call: Redis), then done(ss, st, data) on the
+ * loop thread, which owns data again (and frees it). Until done ran, st is not freed: a stream
+ * closed meanwhile is a zombie (done must check st->zombie). Loop thread only. */
+void fg_stream_offload(fg_streams_t *ss, stream_t *st, void (*run)(void *data),
+                       void (*done)(fg_streams_t *ss, stream_t *st, void *data), void *data);
 /* The client of the named cluster, or NULL. */
 fg_kube_client_t *fg_stream_client(fg_streams_t *ss, const char *cluster);
 

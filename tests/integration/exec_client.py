@@ -2,11 +2,15 @@
 """A WebSocket client nobody here wrote (Debian's python3-websocket) driving exec through
 fleetgate: tests/integration/test_exec.c runs it. Usage:
   exec_client.py URL TOKEN PROTOCOL MODE
+TOKEN "subprotocol:T" sends T as a browser does (no Authorization header; one more offered
+subprotocol base64url.bearer.authorization.k8s.io.<T in base64url>); "subprotocol-raw:S" offers
+base64url.bearer.authorization.k8s.io.S as given.
 MODE: exit3   run `sh -c 'echo hi; echo err >&2; exit 3'`: stdout hi, stderr err, exit code 3
       stdin   run `cat` with stdin: what is sent comes back; [255,0] (v5) or a close ends it
       resize  run `sh` with a tty; resize to 100x30 and ask `stty size`
       hold    run `sleep 30`, print "open", wait for a line on stdin, then close the socket
 Prints one line "ok ..." on success, exits 1 otherwise."""
+import base64
 import json
 import ssl
 import sys
@@ -18,10 +22,17 @@ import websocket
 
 def connect(url, token, protocol, command, params):
     q = [("command", c) for c in command] + list(params.items())
+    header, protocols = ["Authorization: Bearer " + token], [protocol]
+    bearer = "base64url.bearer.authorization.k8s.io."
+    if token.startswith("subprotocol:"):
+        t = base64.urlsafe_b64encode(token[len("subprotocol:"):].encode()).decode().rstrip("=")
+        header, protocols = [], [protocol, bearer + t]
+    elif token.startswith("subprotocol-raw:"):
+        header, protocols = [], [protocol, bearer + token[len("subprotocol-raw:"):]]
     ws = websocket.create_connection(
         url + "?" + urllib.parse.urlencode(q),
-        header=["Authorization: Bearer " + token],
-        subprotocols=[protocol],
+        header=header,
+        subprotocols=protocols,
         sslopt={"cert_reqs": ssl.CERT_NONE},
         timeout=10,
     )

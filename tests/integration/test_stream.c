@@ -671,6 +671,44 @@ START_TEST(exec_handshake_checked_strictly) {
 }
 END_TEST
 
+/* A browser cannot set Authorization on a WebSocket: its token comes as one more offered
+ * subprotocol, base64url.bearer.authorization.k8s.io.<base64url>, as Kubernetes accepts it. It
+ * authenticates like the header, is never echoed (the client checks the 101 names the channel
+ * protocol), and a malformed one is a 401. */
+START_TEST(exec_token_as_a_subprotocol) {
+    setup();
+    make_pod("web-1", 1);
+    char out[4096], tok[4096];
+    snprintf(tok, sizeof tok, "subprotocol:%s", op);
+    int st = exec_client(tok, "v5.channel.k8s.io", "exit3", out, sizeof out);
+    ck_assert_msg(st == 0, "%s", out);
+    st = exec_client(tok, "v4.channel.k8s.io", "stdin", out, sizeof out);
+    ck_assert_msg(st == 0, "%s", out);
+    snprintf(tok, sizeof tok, "subprotocol:%s", other);
+    ck_assert_int_ne(exec_client(tok, "v5.channel.k8s.io", "exit3", out, sizeof out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "403"));
+    static const char *const bad[] = {"subprotocol-raw:not*base64", "subprotocol-raw:IA",
+                                      "subprotocol:not.a.jwt"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_ne(exec_client(bad[i], "v5.channel.k8s.io", "exit3", out, sizeof out), 0);
+        ck_assert_msg(strstr(out, "401") != NULL, "%s: %s", bad[i], out);
+    }
+    /* not taken from a request that is no WebSocket upgrade */
+    char url[256], *proto = NULL;
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/v1/projects/shop/pods/web-1", (unsigned)port);
+    char b64[2048];
+    fg_b64url_encode(op, strlen(op), b64);
+    proto = fg_xasprintf("Sec-WebSocket-Protocol: base64url.bearer.authorization.k8s.io.%s", b64);
+    const char *h[] = {proto, NULL};
+    th_resp_t r;
+    ck_assert_int_eq(th_request("GET", url, h, NULL, -1, 0, &r), 0);
+    ck_assert_int_eq(r.status, 401);
+    th_resp_free(&r);
+    free(proto);
+    teardown();
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("stream");
     TCase *tc = tcase_create("logs");
@@ -688,6 +726,7 @@ static Suite *suite(void) {
     tcase_add_test(tx, exec_client_gone_ends_the_cluster_session);
     tcase_add_test(tx, exec_handshake_checked_strictly);
     tcase_add_test(tx, exec_idle_session_is_ended);
+    tcase_add_test(tx, exec_token_as_a_subprotocol);
     suite_add_tcase(s, tx);
     return s;
 }

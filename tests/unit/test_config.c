@@ -141,6 +141,15 @@ static const struct {
      "\"=x\")\n"
      "t.json: sidecars[2].shell: unknown key\n"
      "t.json: sidecars[2].name: is the name of another sidecar\n"},
+    /* The TLS listener (tls.*): certificate and key together, another address, https URLs. */
+    {"{\"tls\": {\"cert_file\": \"Makefile\"}}",
+     "t.json: tls.key_file: tls.cert_file and tls.key_file go together\n"},
+    {"{\"listen\": \"127.0.0.1:9\", \"tls\": {\"listen\": \"127.0.0.1:9\", \"cert_file\": "
+     "\"Makefile\", \"key_file\": \"Makefile\"}}",
+     "t.json: tls.listen: must differ from listen\n"},
+    {"{\"tls\": {\"advertise_url\": \"http://h:1\", \"cert_file\": \"/nonexistent\"}}",
+     "t.json: tls.advertise_url: not an https:// URL (got \"http://h:1\")\n"
+     "t.json: tls.cert_file: cannot read this file (got \"/nonexistent\")\n"},
     /* Several problems are all reported, in file order. */
     {"{\"workers\": 0, \"listen\": \"h\", \"bogus\": true}",
      "t.json: workers: must be from 1 to 256 (got 0)\n"

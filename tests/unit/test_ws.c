@@ -29,6 +29,36 @@ START_TEST(key_rules) {
 }
 END_TEST
 
+/* A browser's token offered as a subprotocol: found among the others, spaces trimmed. */
+START_TEST(bearer_protocol_found) {
+    static const struct {
+        const char *offered, *want; /* want NULL: none */
+    } cases[] = {
+        {"v5.channel.k8s.io, base64url.bearer.authorization.k8s.io.YWJj", "YWJj"},
+        {"base64url.bearer.authorization.k8s.io.eHk ,v4.channel.k8s.io", "eHk"},
+        {"  base64url.bearer.authorization.k8s.io.Zg\t", "Zg"},
+        {"v5.channel.k8s.io", NULL},
+        {"base64url.bearer.authorization.k8s.io.", NULL},
+        {"base64url.bearer.authorization.k8s.io", NULL},
+        {"xbase64url.bearer.authorization.k8s.io.YWJj", NULL},
+        {"", NULL},
+        {NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *b64 = NULL;
+        size_t len = 0;
+        int rc = fg_ws_bearer_protocol(cases[i].offered, &b64, &len);
+        if (cases[i].want == NULL) {
+            ck_assert_msg(rc == FG_ENOENT, "%s: found", cases[i].offered);
+            continue;
+        }
+        ck_assert_msg(rc == FG_OK, "%s: not found", cases[i].offered);
+        ck_assert_int_eq(len, strlen(cases[i].want));
+        ck_assert(strncmp(b64, cases[i].want, len) == 0);
+    }
+}
+END_TEST
+
 /* The examples of RFC 6455 section 5.7. */
 START_TEST(rfc_examples_parse) {
     static const uint8_t hello[] = {0x81, 0x05, 0x48, 0x65, 0x6c, 0x6c, 0x6f};
@@ -105,6 +135,7 @@ static Suite *ws_suite(void) {
     TCase *tc = tcase_create("codec");
     tcase_add_test(tc, accept_matches_the_rfc_example);
     tcase_add_test(tc, key_rules);
+    tcase_add_test(tc, bearer_protocol_found);
     tcase_add_test(tc, rfc_examples_parse);
     tcase_add_test(tc, protocol_errors_refused);
     tcase_add_test(tc, headers_round_trip);
