@@ -129,6 +129,12 @@ const char *fg_cache_key_rate_project(fg_cache_key_t *k, char cls, const char *p
 /* fg:q:{project}:{tier}: hash, app -> its quota reservation (cache/quota_reserve.lua). */
 const char *fg_cache_key_quota(fg_cache_key_t *k, const char *project, const char *tier);
 
+/* fg:ev:{project}: hash, event id -> a folded event of the project's timeline (JSON);
+ * fg:evx:{project}: zset, score 0, its order newest first: "{9999999999999 - lastSeenMs, 13
+ * digits}|{event id}" (cache/insight_event.lua writes both; cache/SCHEMA.md). */
+const char *fg_cache_key_events(fg_cache_key_t *k, const char *project);
+const char *fg_cache_key_events_order(fg_cache_key_t *k, const char *project);
+
 /* fg:idem:{id}: hash, an Idempotency-Key's record (id: a hash of caller and key). */
 const char *fg_cache_key_idem(fg_cache_key_t *k, const char *id);
 

@@ -85,6 +85,10 @@ void fg_buf_free(fg_buf_t *b);
 /* Parse a whole decimal integer in [min, max]. No sign for unsigned use, no spaces, no
  * trailing garbage. FG_OK and *out set, or FG_EINVAL (not a number) / FG_ETOOBIG (range). */
 int fg_parse_int64(const char *s, size_t len, int64_t min, int64_t max, int64_t *out);
+/* An RFC 3339 date-time ("2026-11-22T14:03:07Z", "...07.123+01:00"; T or t, Z or z) into Unix
+ * ms (a fraction past ms is dropped). FG_OK and *out set, or FG_EINVAL (not such a time, or a
+ * field out of range: month 13, hour 24, 31 April). Years 1970..9999. */
+int fg_parse_time_ms(const char *s, size_t len, int64_t *out);
 /* "host:port" or "[v6]:port" into host (a new string the caller frees) and port. */
 int fg_parse_hostport(const char *s, char **host_out, uint16_t *port_out);
 /* DNS-1123 label: lowercase alnum and '-', starts and ends alnum, 1..63 chars. */
@@ -249,6 +253,13 @@ typedef struct {
     int64_t exec_max_session_s;  /* the longest an exec lives */
 } fg_streams_conf_t;
 
+/* insights: the events timeline each project keeps in Redis (README.md "Insights"); every bound
+ * holds per project. */
+typedef struct {
+    int64_t events_max_age_s;       /* an event not seen again for this long is dropped */
+    int64_t events_max_per_project; /* past this, the oldest events go */
+} fg_insights_conf_t;
+
 /* rate_limits: GCRA limits per principal and per project (see README.md "Rate limits"). */
 typedef struct {
     bool enabled;
@@ -301,6 +312,7 @@ typedef struct {
     fg_rate_conf_t rate;
     fg_cache_conf_t cache;
     fg_streams_conf_t streams;
+    fg_insights_conf_t insights;
 } fg_config_t;
 
 /* Loads and validates a configuration file. Returns FG_OK with *out set (free with

@@ -75,6 +75,8 @@ int fg_api_get_app_logs(fg_req_t *req);
 /* The one cluster pod is in (after ?cluster=) into cluster: 404 when none, 409 when several. */
 bool fg_api_pod_cluster_or_reply(fg_req_t *req, const char *project, const char *pod, char *cluster,
                                  size_t len);
+/* Insights: the project's events timeline (src/api/events.c). */
+int fg_api_list_events(fg_req_t *req);
 /* A boolean query flag: absent is false; true/false (any case), else 422. */
 bool fg_api_flag_or_reply(fg_req_t *req, const char *name, bool *out);
 

@@ -78,6 +78,7 @@ static const fg_route_t routes[] = {
     READ("/v1/projects/{project}/scalers/{scaler}", fg_api_get_scaler),
     ANY_READ("/v1/clusters", fg_api_list_clusters, FG_RATE_LIST),
     ANY_READ("/v1/clusters/{cluster}", fg_api_get_cluster, FG_RATE_READ),
+    LIST("/v1/projects/{project}/events", fg_api_list_events),
 };
 
 const fg_route_t *fg_api_routes(size_t *n) {

@@ -77,4 +77,24 @@ bool writer_replies(writer_t *w, size_t n, redisReply **out);
 /* Closes the connection without counting a failure (shutdown). */
 void writer_close(writer_t *w);
 
+/* ---- the insights feed (insight_feed.c) -------------------------------------------------
+ *
+ * What the informers add to Redis beside the cache for the insight APIs: each Event they see
+ * (watch or LIST) is folded into its project's timeline by cache/insight_event.lua, pipelined
+ * with the cache's own writes, so only the informer's lease holder writes it. */
+#define INSIGHT_EVENT_ARGC 12
+
+typedef struct {
+    fg_cache_key_t ev, evx, pods;
+    char first[24], last[24], now[24], max_age[24], max_n[24];
+    const char *argv[INSIGHT_EVENT_ARGC];
+    size_t lens[INSIGHT_EVENT_ARGC];
+} insight_event_cmd_t;
+
+/* Fills cmd with the EVALSHA (sha1: insight_event.lua's) of one translated event t, whose
+ * compact JSON is text (len bytes, borrowed: it must outlive cmd). False when t names no
+ * project (nothing to send). */
+bool insight_event_cmd(insight_event_cmd_t *cmd, const char *sha1, const fg_insights_conf_t *conf,
+                       const char *cluster, const json_t *t, const char *text, size_t len);
+
 #endif

@@ -290,6 +290,14 @@ static const key_t_ streams_keys[] = {
 };
 static const table_t streams_table = TABLE(streams_keys, 0);
 
+/* insights.*: what each project keeps of its timeline (README.md "Insights"). */
+#define INSIGHTS_INT(field, def, lo, hi) KEY_INT(#field, CFG(insights.field), def, lo, hi)
+static const key_t_ insights_keys[] = {
+    INSIGHTS_INT(events_max_age_s, 604800, 60, 31536000),
+    INSIGHTS_INT(events_max_per_project, 10000, 10, 1000000),
+};
+static const table_t insights_table = TABLE(insights_keys, 0);
+
 static const key_t_ top_keys[] = {
     KEY_STRING("listen", CFG(listen), "127.0.0.1:8080", check_listen),
     KEY_INT("workers", CFG(workers), 4, 1, 256),
@@ -303,6 +311,7 @@ static const key_t_ top_keys[] = {
     KEY_OBJECT("rate_limits", rate_table),
     KEY_OBJECT("cache", cache_table),
     KEY_OBJECT("streams", streams_table),
+    KEY_OBJECT("insights", insights_table),
 };
 static const table_t top_table = TABLE(top_keys, sizeof(fg_config_t));
 

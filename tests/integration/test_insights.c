@@ -1,0 +1,586 @@
+/* Integration tests of the insight APIs (issue 16): the daemon with its informers, a private
+ * redis-server and kubesim with three clusters whose events expire after 3 s (--event-ttl-ms),
+ * real tokens, every answer checked against the contract. The events timeline: events outlive
+ * the clusters' TTL, repeats fold, every filter, paging while new events arrive, retention by
+ * count and age (cache/insight_event.lua run against this Redis), 403 and 422s. */
+#include "contract.h"
+#include "testhttp.h"
+#include "testjwt.h"
+#include "testkubesim.h"
+#include "testmain.h"
+#include "testredis.h"
+
+#include <check.h>
+#include <hiredis/hiredis.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EVENT_TTL_MS "3000"
+
+static tr_redis_t redis;
+static tj_keys_t keys;
+static tk_sim_t ks;
+static pid_t daemon_pid;
+static uint16_t port;
+static char *dev, *viewer, *other;
+static redisContext *rc;
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static char *token(const char *sub, const char *more) {
+    char cl[512];
+    snprintf(cl, sizeof cl,
+             "{\"iss\": \"https://id.test\", \"aud\": \"fleetgate\", \"sub\": \"%s\", "
+             "\"exp\": %ld, %s}",
+             sub, (long)time(NULL) + 3600, more);
+    char *t = tj_sign("RS256", keys.rsa_priv, "rsa1", cl);
+    ck_assert_ptr_nonnull(t);
+    return t;
+}
+
+/* One GET; the answer must be one the contract declares. Returns the status. */
+static long get(const char *path, const char *tok, th_resp_t *r) {
+    char url[1024];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", (unsigned)port, path);
+    char *auth = tok ? fg_xasprintf("Authorization: Bearer %s", tok) : NULL;
+    const char *hdrs[2] = {auth, NULL};
+    ck_assert_int_eq(th_request("GET", url, hdrs, NULL, -1, 0, r), 0);
+    free(auth);
+    char err[4096];
+    char *p = fg_xstrdup(path);
+    p[strcspn(p, "?")] = '\0';
+    int rc_ =
+        contract_check_headers("GET", p, r->status, r->headers, r->body, r->len, err, sizeof err);
+    ck_assert_msg(rc_ == CONTRACT_VALID, "GET %s -> %ld: %s\n%s", path, r->status, err, r->body);
+    free(p);
+    return r->status;
+}
+
+/* GET path as dev, 200 expected: the body (a new reference). */
+static json_t *get_json(const char *path) {
+    th_resp_t r;
+    long s = get(path, dev, &r);
+    ck_assert_msg(s == 200, "GET %s -> %ld %s", path, s, r.body);
+    json_t *j = NULL;
+    ck_assert_msg(fg_json_load(r.body, r.len, &j, NULL, 0) == FG_OK, "%s", r.body);
+    th_resp_free(&r);
+    return j;
+}
+
+static void wait_ready(void) {
+    for (int i = 0; i < 400; i++) {
+        th_resp_t r;
+        char url[128];
+        snprintf(url, sizeof url, "http://127.0.0.1:%u/readyz", (unsigned)port);
+        ck_assert_int_eq(th_request("GET", url, NULL, NULL, -1, 0, &r), 0);
+        long s = r.status;
+        th_resp_free(&r);
+        if (s == 200)
+            return;
+        sleep_ms(50);
+    }
+    ck_abort_msg("the daemon did not become ready");
+}
+
+static void ks_post(int i, const char *path, const char *body) {
+    long s = tk_call(&ks, i, "POST", path, body, NULL);
+    ck_assert_msg(s == 201, "POST %s on cluster %d -> %ld", path, i, s);
+}
+
+static void setup(void) {
+    fg_log_set_level(FG_LOG_ERROR);
+    ck_assert_int_eq(tr_redis_start(&redis), 0);
+    ck_assert_int_eq(tj_keys_make(&keys), 0);
+    static const char *const extra[] = {"--nodes",    "2", "--pod-start-ms", "0", "--event-ttl-ms",
+                                        EVENT_TTL_MS, NULL};
+    ck_assert_int_eq(tk_start(&ks, 3, extra), 0);
+    char cfg[8192], cl[3][512];
+    static const char *const zones[] = {"zone-a", "zone-a", "zone-b"};
+    for (int i = 0; i < 3; i++)
+        snprintf(cl[i], sizeof cl[i],
+                 "{\"name\": \"c%d\", \"zone\": \"%s\", \"region\": \"r1\", \"url\": \"%s\","
+                 " \"token_file\": \"%s\", \"ca_file\": \"%s\"}",
+                 i, zones[i], tk_url(&ks, i), ks.token_file, ks.ca_file);
+    snprintf(cfg, sizeof cfg,
+             "{\"workers\": 4, \"redis\": {\"url\": \"%s\"},"
+             " \"log\": {\"level\": \"error\", \"access_log\": false},"
+             " \"openapi_file\": \"api/openapi.yaml\", \"docs_file\": \"/nonexistent\","
+             " \"clusters\": [%s, %s, %s],"
+             " \"auth\": {\"issuer\": \"https://id.test\", \"audience\": \"fleetgate\","
+             "  \"keys\": [{\"kid\": \"rsa1\", \"pem_file\": \"%s\", \"algs\": [\"RS256\"]}],"
+             "  \"audit_log\": \"%s/audit.log\"},"
+             " \"rate_limits\": {\"enabled\": false},"
+             " \"insights\": {\"events_max_per_project\": 40}}",
+             redis.url, cl[0], cl[1], cl[2], keys.rsa_pub, keys.dir);
+    char log[160];
+    snprintf(log, sizeof log, "%s/daemon.log", keys.dir);
+    daemon_pid = th_daemon_start(cfg, &port, log);
+    ck_assert_int_gt(daemon_pid, 0);
+    dev = token("dev", "\"projects\": {\"shop\": \"developer\", \"churn\": \"viewer\"}");
+    viewer = token("vera", "\"projects\": {\"shop\": \"viewer\"}");
+    other = token("otto", "\"projects\": {\"other\": \"developer\"}");
+    rc = redisConnect("127.0.0.1", redis.port);
+    ck_assert_ptr_nonnull(rc);
+    ck_assert_int_eq(rc->err, 0);
+    for (int i = 0; i < 3; i++) {
+        ks_post(i, "/api/v1/namespaces",
+                "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"shop\"}}");
+        ks_post(i, "/api/v1/namespaces",
+                "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"churn\"}}");
+    }
+    wait_ready();
+}
+
+static void teardown(void) {
+    int status = th_daemon_stop(daemon_pid, SIGTERM, 5000);
+    char path[192], text[8192] = "";
+    snprintf(path, sizeof path, "%s/daemon.log", keys.dir);
+    FILE *f = status != 0 ? fopen(path, "r") : NULL;
+    if (f) {
+        text[fread(text, 1, sizeof text - 1, f)] = '\0';
+        fclose(f);
+    }
+    redisFree(rc);
+    tk_stop(&ks);
+    tr_redis_stop(&redis);
+    tj_keys_remove(&keys);
+    free(dev);
+    free(viewer);
+    free(other);
+    ck_assert_msg(status == 0, "the daemon exited with %d:\n%s", status, text);
+}
+
+/* ---- objects in kubesim --------------------------------------------------------- */
+
+static void make_pod(int cl, const char *ns, const char *name, const char *annotations,
+                     const char *cpu) {
+    char body[1024], path[128];
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+             "\"annotations\":{%s}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"
+             "\"busybox:1\",\"resources\":{\"requests\":{\"cpu\":\"%s\"}}}]}}",
+             name, annotations, cpu);
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
+    ks_post(cl, path, body);
+}
+
+static void make_deployment(int cl, const char *name, int replicas) {
+    char body[1024];
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"%s\"},"
+             "\"spec\":{\"replicas\":%d,\"selector\":{\"matchLabels\":{\"run\":\"%s\"}},"
+             "\"template\":{\"metadata\":{\"labels\":{\"run\":\"%s\"}},\"spec\":{\"containers\":"
+             "[{\"name\":\"c\",\"image\":\"nginx:1\"}]}}}}",
+             name, replicas, name, name);
+    ks_post(cl, "/apis/apps/v1/namespaces/shop/deployments", body);
+}
+
+/* The items of one page of path (a new reference to the body). */
+static size_t count_where(const json_t *items, const char *reason, const char *name) {
+    size_t i, n = 0;
+    json_t *it;
+    json_array_foreach(items, i, it) {
+        const char *r = json_string_value(json_object_get(it, "reason"));
+        const char *o = json_string_value(json_object_get(json_object_get(it, "object"), "name"));
+        if ((reason == NULL || strcmp(r, reason) == 0) && (name == NULL || strcmp(o, name) == 0))
+            n++;
+    }
+    return n;
+}
+
+/* The first item with that reason about that object (borrowed from body), or NULL. */
+static json_t *find(const json_t *body, const char *reason, const char *name) {
+    size_t i;
+    json_t *it;
+    json_array_foreach(json_object_get(body, "items"), i, it) {
+        const char *r = json_string_value(json_object_get(it, "reason"));
+        const char *o = json_string_value(json_object_get(json_object_get(it, "object"), "name"));
+        if (strcmp(r, reason) == 0 && strcmp(o, name) == 0)
+            return it;
+    }
+    return NULL;
+}
+
+/* Waits until a page of path shows an event with reason about name (bounded). */
+static void wait_event(const char *path, const char *reason, const char *name, int max_ms) {
+    for (int waited = 0;; waited += 100) {
+        json_t *b = get_json(path);
+        bool found = find(b, reason, name) != NULL;
+        json_decref(b);
+        if (found)
+            return;
+        ck_assert_msg(waited < max_ms, "no %s event about %s after %d ms", reason, name, max_ms);
+        sleep_ms(100);
+    }
+}
+
+/* How many events kubesim's cluster cl still holds in shop about name. */
+static size_t ks_events_about(int cl, const char *name) {
+    json_t *out = NULL;
+    ck_assert_int_eq(tk_call(&ks, cl, "GET", "/api/v1/namespaces/shop/events", NULL, &out), 200);
+    size_t i, n = 0;
+    json_t *it;
+    json_array_foreach(json_object_get(out, "items"), i, it) {
+        const char *o =
+            json_string_value(json_object_get(json_object_get(it, "involvedObject"), "name"));
+        if (o && strcmp(o, name) == 0)
+            n++;
+    }
+    json_decref(out);
+    return n;
+}
+
+/* ---- the timeline --------------------------------------------------------------- */
+
+START_TEST(events_outlive_the_cluster_ttl_and_fold) {
+    make_pod(0, "shop", "once", "", "10m");
+    /* unschedulable: kubesim's scheduler says so once (a FailedScheduling event) */
+    make_pod(1, "shop", "huge", "", "100000");
+    /* crash-looping: exits 1 after 100 ms, restarted (BackOff) */
+    make_pod(2, "shop", "crash", "\"kubesim.io/exit-code\":\"1\",\"kubesim.io/run-ms\":\"100\"",
+             "10m");
+    make_deployment(0, "web", 2);
+    wait_event("/v1/projects/shop/events?limit=1000", "Scheduled", "once", 10000);
+    wait_event("/v1/projects/shop/events?limit=1000", "FailedScheduling", "huge", 10000);
+    wait_event("/v1/projects/shop/events?limit=1000", "BackOff", "crash", 15000);
+    wait_event("/v1/projects/shop/events?limit=1000", "ScalingReplicaSet", "web", 10000);
+    /* the cluster forgets "once"'s events after the TTL; the timeline does not */
+    for (int waited = 0; ks_events_about(0, "once") > 0; waited += 200) {
+        ck_assert_msg(waited < 15000, "kubesim kept its events past the TTL");
+        sleep_ms(200);
+    }
+    sleep_ms(500); /* the DELETED events reach the cache */
+    json_t *b = get_json("/v1/projects/shop/events?limit=1000");
+    json_t *items = json_object_get(b, "items");
+    ck_assert_uint_eq(count_where(items, "Scheduled", "once"), 1);
+    ck_assert_uint_eq(count_where(items, "Started", "once"), 1);
+    json_t *sched = find(b, "Scheduled", "once");
+    ck_assert_str_eq(json_string_value(json_object_get(sched, "cluster")), "c0");
+    ck_assert_str_eq(json_string_value(json_object_get(sched, "zone")), "zone-a");
+    ck_assert_str_eq(json_string_value(json_object_get(sched, "source")), "default-scheduler");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(sched, "object"), "kind")),
+                     "Pod");
+    ck_assert_uint_eq(count_where(items, "FailedScheduling", "huge"), 1);
+    json_t *fs = find(b, "FailedScheduling", "huge");
+    ck_assert_str_eq(json_string_value(json_object_get(fs, "type")), "Warning");
+    /* repeats fold: kubesim makes a new Event at every restart of "crash" (count 1 each, and
+     * expires them after 3 s); the timeline has one entry, its count the sum, first < last */
+    ck_assert_uint_eq(count_where(items, "BackOff", "crash"), 1);
+    json_t *bo = find(b, "BackOff", "crash");
+    ck_assert_int_gt(json_integer_value(json_object_get(bo, "count")), 3);
+    ck_assert_int_lt(strcmp(json_string_value(json_object_get(bo, "firstSeenAt")),
+                            json_string_value(json_object_get(bo, "lastSeenAt"))),
+                     0);
+    /* an app's events, and the app of its pods' events */
+    json_t *scaling = find(b, "ScalingReplicaSet", "web");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(scaling, "object"), "kind")),
+                     "App");
+    ck_assert_str_eq(json_string_value(json_object_get(scaling, "app")), "web");
+    /* newest first */
+    size_t i;
+    json_t *it;
+    const char *prev = NULL;
+    json_array_foreach(items, i, it) {
+        const char *t = json_string_value(json_object_get(it, "lastSeenAt"));
+        if (prev)
+            ck_assert_msg(strcmp(prev, t) >= 0, "not newest first: %s then %s", prev, t);
+        prev = t;
+    }
+    json_decref(b);
+}
+END_TEST
+
+START_TEST(events_every_filter) {
+    make_pod(0, "shop", "quiet", "", "10m");
+    make_pod(1, "shop", "huge", "", "100000");
+    make_deployment(2, "web", 1);
+    wait_event("/v1/projects/shop/events?limit=1000", "Started", "quiet", 10000);
+    wait_event("/v1/projects/shop/events?limit=1000", "FailedScheduling", "huge", 10000);
+    wait_event("/v1/projects/shop/events?limit=1000", "ScalingReplicaSet", "web", 10000);
+    /* the web pod's Started event carries its app once the pod is cached */
+    json_t *all = get_json("/v1/projects/shop/events?limit=1000");
+    size_t total = json_array_size(json_object_get(all, "items"));
+    ck_assert_uint_gt(total, 5);
+    struct {
+        const char *query;
+        const char *member, *sub, *want; /* every item's member (sub-member) equals want */
+    } cases[] = {
+        {"kind=Pod", "object", "kind", "Pod"},
+        {"kind=App", "object", "kind", "App"},
+        {"kind=Pod&name=quiet", "object", "name", "quiet"},
+        {"type=Warning", "type", NULL, "Warning"},
+        {"type=Normal", "type", NULL, "Normal"},
+        {"reason=FailedScheduling", "reason", NULL, "FailedScheduling"},
+        {"cluster=c1", "cluster", NULL, "c1"},
+        {"app=web", "app", NULL, "web"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char path[256];
+        snprintf(path, sizeof path, "/v1/projects/shop/events?limit=1000&%s", cases[k].query);
+        json_t *b = get_json(path);
+        json_t *items = json_object_get(b, "items");
+        ck_assert_msg(json_array_size(items) > 0, "%s: nothing", cases[k].query);
+        ck_assert_msg(json_array_size(items) < total, "%s: filtered nothing", cases[k].query);
+        size_t i;
+        json_t *it;
+        json_array_foreach(items, i, it) {
+            json_t *v = json_object_get(it, cases[k].member);
+            if (cases[k].sub)
+                v = json_object_get(v, cases[k].sub);
+            ck_assert_msg(json_is_string(v) && strcmp(json_string_value(v), cases[k].want) == 0,
+                          "%s: an item with %s", cases[k].query, json_dumps(it, 0));
+        }
+        json_decref(b);
+    }
+    /* since: the future shows nothing; the epoch everything */
+    json_t *b = get_json("/v1/projects/shop/events?since=2999-01-01T00:00:00Z");
+    ck_assert_uint_eq(json_array_size(json_object_get(b, "items")), 0);
+    json_decref(b);
+    const char *mid = json_string_value(
+        json_object_get(json_array_get(json_object_get(all, "items"), total / 2), "lastSeenAt"));
+    char path[256];
+    snprintf(path, sizeof path, "/v1/projects/shop/events?limit=1000&since=%s", mid);
+    b = get_json(path);
+    size_t i;
+    json_t *it;
+    json_array_foreach(json_object_get(b, "items"), i, it)
+        ck_assert_int_ge(strcmp(json_string_value(json_object_get(it, "lastSeenAt")), mid), 0);
+    ck_assert_uint_gt(json_array_size(json_object_get(b, "items")), 0);
+    json_decref(b);
+    json_decref(all);
+}
+END_TEST
+
+START_TEST(events_paging_while_new_events_arrive) {
+    for (int i = 0; i < 6; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "p%d", i);
+        make_pod(i % 3, "shop", name, "", "10m");
+    }
+    wait_event("/v1/projects/shop/events?limit=1000", "Started", "p5", 10000);
+    sleep_ms(1500); /* every event of the six reached the timeline */
+    json_t *before = get_json("/v1/projects/shop/events?limit=1000");
+    /* a crash-looping pod adds events (new entries on top, and its BackOff refolding) while
+     * the pages are walked */
+    make_pod(0, "shop", "noisy", "\"kubesim.io/exit-code\":\"1\",\"kubesim.io/run-ms\":\"50\"",
+             "10m");
+    json_t *seen = json_object();
+    char path[512] = "/v1/projects/shop/events?limit=2";
+    size_t pages = 0;
+    for (;;) {
+        json_t *b = get_json(path);
+        size_t i;
+        json_t *it;
+        json_array_foreach(json_object_get(b, "items"), i, it) {
+            const char *id = json_string_value(json_object_get(it, "id"));
+            ck_assert_msg(json_object_get(seen, id) == NULL, "%s shown twice", id);
+            json_object_set_new(seen, id, json_true());
+        }
+        pages++;
+        const char *cur = json_string_value(json_object_get(b, "cursor"));
+        if (cur == NULL) {
+            json_decref(b);
+            break;
+        }
+        snprintf(path, sizeof path, "/v1/projects/shop/events?limit=2&cursor=%s", cur);
+        json_decref(b);
+        sleep_ms(40);
+    }
+    ck_assert_uint_gt(pages, 3);
+    /* every entry of before that nothing folded into meanwhile was shown (none skipped) */
+    json_t *after = get_json("/v1/projects/shop/events?limit=1000");
+    size_t i;
+    json_t *it;
+    json_array_foreach(json_object_get(before, "items"), i, it) {
+        const char *id = json_string_value(json_object_get(it, "id"));
+        size_t k;
+        json_t *now;
+        json_array_foreach(json_object_get(after, "items"), k, now) {
+            if (strcmp(json_string_value(json_object_get(now, "id")), id) != 0)
+                continue;
+            if (json_equal(json_object_get(now, "lastSeenAt"), json_object_get(it, "lastSeenAt")))
+                ck_assert_msg(json_object_get(seen, id) != NULL, "%s was skipped", id);
+        }
+    }
+    json_decref(after);
+    json_decref(before);
+    json_decref(seen);
+}
+END_TEST
+
+START_TEST(events_retention_by_count_per_project) {
+    /* churn gets far more than events_max_per_project (40) distinct events; shop is apart */
+    make_pod(0, "shop", "kept", "", "10m");
+    for (int i = 0; i < 16; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "c%d", i);
+        make_pod(i % 3, "churn", name, "", "10m");
+    }
+    wait_event("/v1/projects/shop/events?limit=1000", "Started", "kept", 10000);
+    sleep_ms(2500);
+    redisReply *r = redisCommand(rc, "ZCARD fg:evx:churn");
+    ck_assert_int_eq(r->type, REDIS_REPLY_INTEGER);
+    ck_assert_int_le(r->integer, 40);
+    ck_assert_int_ge(r->integer, 30);
+    freeReplyObject(r);
+    r = redisCommand(rc, "HLEN fg:ev:churn");
+    ck_assert_int_le(r->integer, 40);
+    freeReplyObject(r);
+    th_resp_t resp;
+    ck_assert_int_eq(get("/v1/projects/churn/events?limit=1000", dev, &resp), 200);
+    json_t *b = NULL;
+    ck_assert_int_eq(fg_json_load(resp.body, resp.len, &b, NULL, 0), FG_OK);
+    ck_assert_int_le(json_array_size(json_object_get(b, "items")), 40);
+    /* the newest stay: the last pod made has its Started event */
+    ck_assert_ptr_nonnull(find(b, "Started", "c15"));
+    json_decref(b);
+    th_resp_free(&resp);
+    json_t *s = get_json("/v1/projects/shop/events?limit=1000");
+    ck_assert_ptr_nonnull(find(s, "Scheduled", "kept"));
+    json_decref(s);
+}
+END_TEST
+
+/* Runs cache/insight_event.lua on this Redis with the given times. */
+static long long run_script(const char *event, long long first, long long last, long long now,
+                            long long max_age_ms, long long max_n) {
+    char *src = NULL;
+    size_t len = 0;
+    ck_assert_int_eq(fg_read_file("cache/insight_event.lua", 1 << 20, &src, &len), FG_OK);
+    char a[5][24];
+    snprintf(a[0], 24, "%lld", first);
+    snprintf(a[1], 24, "%lld", last);
+    snprintf(a[2], 24, "%lld", now);
+    snprintf(a[3], 24, "%lld", max_age_ms);
+    snprintf(a[4], 24, "%lld", max_n);
+    const char *argv[] = {"EVAL", src,  "3",  "fg:ev:aged", "fg:evx:aged", "fg:o:pod:c0:aged",
+                          event,  a[0], a[1], a[2],         a[3],          a[4]};
+    redisReply *r = redisCommandArgv(rc, 12, argv, NULL);
+    free(src);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_msg(r->type == REDIS_REPLY_INTEGER, "%s", r->type == REDIS_REPLY_ERROR ? r->str : "");
+    long long v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+static char *event_json(const char *k8s_name, const char *pod, int count) {
+    return fg_xasprintf("{\"name\":\"%s\",\"project\":\"aged\",\"cluster\":\"c0\",\"zone\":\"z\","
+                        "\"type\":\"Normal\",\"reason\":\"Pulled\",\"message\":\"m %s\","
+                        "\"object\":{\"kind\":\"Pod\",\"name\":\"%s\",\"uid\":\"u-%s\"},"
+                        "\"count\":%d,\"source\":\"kubelet\"}",
+                        k8s_name, pod, pod, pod, count);
+}
+
+START_TEST(events_retention_by_age_and_idempotence) {
+    const long long day = 86400000LL, t0 = 1800000000000LL;
+    char *e1 = event_json("a.1", "a", 1), *e2 = event_json("b.1", "b", 1);
+    char *e1again = event_json("a.2", "a", 3), *e1same = event_json("a.2", "a", 3);
+    ck_assert_int_eq(run_script(e1, t0, t0, t0, day, 100), 1);
+    ck_assert_int_eq(run_script(e2, t0 + 1000, t0 + 1000, t0 + 1000, day, 100), 1);
+    /* another Kubernetes Event of the same repeat folds: count 1 + 3, last time moves */
+    ck_assert_int_eq(run_script(e1again, t0 + 5000, t0 + 5000, t0 + 5000, day, 100), 1);
+    /* the same again (a relist) changes nothing */
+    ck_assert_int_eq(run_script(e1same, t0 + 5000, t0 + 5000, t0 + 5000, day, 100), 0);
+    redisReply *r = redisCommand(rc, "ZRANGE fg:evx:aged 0 -1");
+    ck_assert_int_eq(r->elements, 2);
+    ck_assert_ptr_nonnull(strstr(r->element[0]->str, "c0/a.")); /* a is the newest now */
+    freeReplyObject(r);
+    r = redisCommand(rc, "HVALS fg:ev:aged");
+    ck_assert_int_eq(r->elements, 2);
+    json_t *a = NULL;
+    for (size_t i = 0; i < r->elements; i++)
+        if (strstr(r->element[i]->str, "\"m a\"") != NULL)
+            ck_assert_int_eq(fg_json_load(r->element[i]->str, r->element[i]->len, &a, NULL, 0),
+                             FG_OK);
+    freeReplyObject(r);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_int_eq((int)json_number_value(json_object_get(a, "count")), 4);
+    ck_assert_int_eq((long long)json_number_value(json_object_get(a, "_f")), t0);
+    ck_assert_int_eq((long long)json_number_value(json_object_get(a, "_l")), t0 + 5000);
+    json_decref(a);
+    /* a day later b (last seen t0 + 1 s) is past the age; a (t0 + 5 s) is not yet */
+    char *e3 = event_json("c.1", "c", 1);
+    ck_assert_int_eq(run_script(e3, t0 + day + 2000, t0 + day + 2000, t0 + day + 2000, day, 100),
+                     1);
+    r = redisCommand(rc, "ZCARD fg:evx:aged");
+    ck_assert_int_eq(r->integer, 2);
+    freeReplyObject(r);
+    r = redisCommand(rc, "HLEN fg:ev:aged");
+    ck_assert_int_eq(r->integer, 2);
+    freeReplyObject(r);
+    /* an event already older than the age is not kept */
+    char *e4 = event_json("d.1", "d", 1);
+    ck_assert_int_eq(run_script(e4, t0, t0, t0 + 3 * day, day, 100), 0);
+    /* count: a bound of 1 leaves the newest */
+    char *e5 = event_json("e.1", "e", 1);
+    ck_assert_int_eq(run_script(e5, t0 + day + 3000, t0 + day + 3000, t0 + day + 3000, day, 1), 1);
+    r = redisCommand(rc, "ZRANGE fg:evx:aged 0 -1");
+    ck_assert_int_eq(r->elements, 1);
+    ck_assert_ptr_nonnull(strstr(r->element[0]->str, "c0/e."));
+    freeReplyObject(r);
+    free(e1), free(e2), free(e1again), free(e1same), free(e3), free(e4), free(e5);
+}
+END_TEST
+
+START_TEST(events_refusals) {
+    th_resp_t r;
+    ck_assert_int_eq(get("/v1/projects/shop/events", other, &r), 403);
+    th_resp_free(&r);
+    ck_assert_int_eq(get("/v1/projects/shop/events", NULL, &r), 401);
+    th_resp_free(&r);
+    ck_assert_int_eq(get("/v1/projects/shop/events", viewer, &r), 200);
+    th_resp_free(&r);
+    struct {
+        const char *query, *param;
+    } bad[] = {
+        {"kind=Deployment", "kind"},
+        {"type=Error", "type"},
+        {"reason=1abc", "reason"},
+        {"reason=Back-Off", "reason"},
+        {"since=yesterday", "since"},
+        {"since=2026-02-30T00:00:00Z", "since"},
+        {"cursor=bm90LWEtY3Vyc29y", "cursor"},
+        {"cluster=nowhere", "cluster"},
+        {"name=Not_A_Name", "name"},
+        {"app=Web", "app"},
+        {"limit=0", "limit"},
+        {"limit=1001", "limit"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "/v1/projects/shop/events?%s", bad[i].query);
+        ck_assert_msg(get(path, dev, &r) == 422, "%s -> %ld", bad[i].query, r.status);
+        char want[64];
+        snprintf(want, sizeof want, "\"parameter\":\"%s\"", bad[i].param);
+        ck_assert_msg(strstr(r.body, want) != NULL, "%s: %s", bad[i].query, r.body);
+        th_resp_free(&r);
+    }
+}
+END_TEST
+
+static Suite *insights_suite(void) {
+    Suite *s = suite_create("insights");
+    TCase *tc = tcase_create("events");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, events_outlive_the_cluster_ttl_and_fold);
+    tcase_add_test(tc, events_every_filter);
+    tcase_add_test(tc, events_paging_while_new_events_arrive);
+    tcase_add_test(tc, events_retention_by_count_per_project);
+    tcase_add_test(tc, events_retention_by_age_and_idempotence);
+    tcase_add_test(tc, events_refusals);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    return tm_run(insights_suite());
+}
