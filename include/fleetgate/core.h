@@ -256,8 +256,10 @@ typedef struct {
 /* insights: the events timeline each project keeps in Redis (README.md "Insights"); every bound
  * holds per project. */
 typedef struct {
-    int64_t events_max_age_s;       /* an event not seen again for this long is dropped */
-    int64_t events_max_per_project; /* past this, the oldest events go */
+    int64_t events_max_age_s;        /* an event not seen again for this long is dropped */
+    int64_t events_max_per_project;  /* past this, the oldest events go */
+    int64_t changes_max_per_project; /* entries of a project's change stream (about) */
+    int64_t changes_keepalive_s;     /* a change stream's keep-alive comment period */
 } fg_insights_conf_t;
 
 /* rate_limits: GCRA limits per principal and per project (see README.md "Rate limits"). */

@@ -279,3 +279,7 @@ int fg_api_get_pod(fg_req_t *req) {
         free(raws[i]);
     return rc;
 }
+
+json_t *rd_present_pod(const json_t *p) {
+    return present_pod(p);
+}

@@ -189,6 +189,11 @@ json_t *rd_present_project(const rd_ctx_t *c, json_t *const *objs);
 void rd_hide_managed_labels(json_t *o);
 /* An app as the API shows it, from its Deployments (the same convention; workloads.c). */
 json_t *rd_present_app(const rd_ctx_t *c, json_t *const *objs);
+/* A pod as GET answers it, from its cached object (pods.c). */
+json_t *rd_present_pod(const json_t *p);
+/* An app, job set, cron job or scaler (kind: its cache kind, "app"...) as GET answers it, from
+ * its objects of c's parts (workloads.c); NULL for another kind. */
+json_t *rd_present_workload(const char *kind, const rd_ctx_t *c, json_t *const *objs);
 /* The part of c whose cluster is named (NULL when none). */
 const rd_part_t *rd_part(const rd_ctx_t *c, const char *cluster);
 

@@ -79,6 +79,7 @@ static const fg_route_t routes[] = {
     ANY_READ("/v1/clusters", fg_api_list_clusters, FG_RATE_LIST),
     ANY_READ("/v1/clusters/{cluster}", fg_api_get_cluster, FG_RATE_READ),
     LIST("/v1/projects/{project}/events", fg_api_list_events),
+    STREAM("/v1/projects/{project}/changes", fg_api_watch_changes, FG_PERM_READ),
 };
 
 const fg_route_t *fg_api_routes(size_t *n) {

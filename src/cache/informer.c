@@ -44,8 +44,9 @@ FG_EMBED_FILE(fg_cache_swap_lua, "cache/cache_swap.lua");
 FG_EMBED_FILE(fg_cache_tmpdrop_lua, "cache/cache_tmpdrop.lua");
 FG_EMBED_FILE(fg_cache_lease_lua, "cache/cache_lease.lua");
 FG_EMBED_FILE(fg_insight_event_lua, "cache/insight_event.lua");
+FG_EMBED_FILE(fg_insight_change_lua, "cache/insight_change.lua");
 
-enum { S_UPSERT, S_DELETE, S_SWAP, S_TMPDROP, S_LEASE, S_EVENT, S_COUNT };
+enum { S_UPSERT, S_DELETE, S_SWAP, S_TMPDROP, S_LEASE, S_EVENT, S_CHANGE, S_COUNT };
 
 #define MAX_LISTS        2 /* LISTs in flight per cluster */
 #define MAX_WORKERS      4 /* LIST page workers (parse + translate), shared by the clusters */
@@ -875,6 +876,17 @@ static void apply_event(inf_t *in, const fg_kube_event_t *ev) {
     lens[9] = len;
     if (c->w.oldest_pending_ns == 0)
         c->w.oldest_pending_ns = fg_now_ns();
+    /* the change stream first: its script compares the event with the object cached now */
+    insight_change_cmd_t chg;
+    const char *version = ev->resource_version;
+    if (ev->type == FG_KUBE_EV_DELETED)
+        version = json_string_value(
+            json_object_get(json_object_get(ev->object, "metadata"), "resourceVersion"));
+    else
+        version = json_string_value(json_object_get(t, "version"));
+    if (insight_change_cmd(&chg, c->owner->scripts[S_CHANGE].sha1, &c->owner->insights, in->ki,
+                           c->conf->name, name, scope, text, len, version))
+        writer_append(&c->w, INSIGHT_CHANGE_ARGC, chg.argv, chg.lens);
     writer_append(&c->w, 16, a, lens);
     insight_event_cmd_t iev;
     if (in->ki->kind == FG_KIND_EVENT && t != NULL &&
@@ -1198,6 +1210,7 @@ int fg_informers_start(fg_informers_t **out, const fg_config_t *cfg, fg_buf_t *e
     fg_redis_script_init(&o->scripts[S_TMPDROP], fg_cache_tmpdrop_lua);
     fg_redis_script_init(&o->scripts[S_LEASE], fg_cache_lease_lua);
     fg_redis_script_init(&o->scripts[S_EVENT], fg_insight_event_lua);
+    fg_redis_script_init(&o->scripts[S_CHANGE], fg_insight_change_lua);
     o->insights = cfg->insights;
     register_metrics();
     /* Parsing a LIST page makes glibc consolidate its fastbins on every allocation of 1 KiB or

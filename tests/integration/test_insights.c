@@ -13,6 +13,7 @@
 #include <check.h>
 #include <hiredis/hiredis.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,9 @@ static pid_t daemon_pid;
 static uint16_t port;
 static char *dev, *viewer, *other;
 static redisContext *rc;
+static char daemon_cfg[8192]; /* for a second replica */
+static pid_t daemon_b;
+static uint16_t port_b;
 
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -101,14 +105,14 @@ static void setup(void) {
     static const char *const extra[] = {"--nodes",    "2", "--pod-start-ms", "0", "--event-ttl-ms",
                                         EVENT_TTL_MS, NULL};
     ck_assert_int_eq(tk_start(&ks, 3, extra), 0);
-    char cfg[8192], cl[3][512];
+    char *cfg = daemon_cfg, cl[3][512];
     static const char *const zones[] = {"zone-a", "zone-a", "zone-b"};
     for (int i = 0; i < 3; i++)
         snprintf(cl[i], sizeof cl[i],
                  "{\"name\": \"c%d\", \"zone\": \"%s\", \"region\": \"r1\", \"url\": \"%s\","
                  " \"token_file\": \"%s\", \"ca_file\": \"%s\"}",
                  i, zones[i], tk_url(&ks, i), ks.token_file, ks.ca_file);
-    snprintf(cfg, sizeof cfg,
+    snprintf(cfg, sizeof daemon_cfg,
              "{\"workers\": 4, \"redis\": {\"url\": \"%s\"},"
              " \"log\": {\"level\": \"error\", \"access_log\": false},"
              " \"openapi_file\": \"api/openapi.yaml\", \"docs_file\": \"/nonexistent\","
@@ -117,7 +121,7 @@ static void setup(void) {
              "  \"keys\": [{\"kid\": \"rsa1\", \"pem_file\": \"%s\", \"algs\": [\"RS256\"]}],"
              "  \"audit_log\": \"%s/audit.log\"},"
              " \"rate_limits\": {\"enabled\": false},"
-             " \"insights\": {\"events_max_per_project\": 40}}",
+             " \"insights\": {\"events_max_per_project\": 40, \"changes_keepalive_s\": 1}}",
              redis.url, cl[0], cl[1], cl[2], keys.rsa_pub, keys.dir);
     char log[160];
     snprintf(log, sizeof log, "%s/daemon.log", keys.dir);
@@ -139,7 +143,9 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-    int status = th_daemon_stop(daemon_pid, SIGTERM, 5000);
+    int status = daemon_pid > 0 ? th_daemon_stop(daemon_pid, SIGTERM, 5000) : 0;
+    int status_b = daemon_b > 0 ? th_daemon_stop(daemon_b, SIGTERM, 5000) : 0;
+    daemon_b = 0;
     char path[192], text[8192] = "";
     snprintf(path, sizeof path, "%s/daemon.log", keys.dir);
     FILE *f = status != 0 ? fopen(path, "r") : NULL;
@@ -155,6 +161,7 @@ static void teardown(void) {
     free(viewer);
     free(other);
     ck_assert_msg(status == 0, "the daemon exited with %d:\n%s", status, text);
+    ck_assert_msg(status_b == 0, "the second replica exited with %d", status_b);
 }
 
 /* ---- objects in kubesim --------------------------------------------------------- */
@@ -566,6 +573,240 @@ START_TEST(events_refusals) {
 }
 END_TEST
 
+/* ---- the change stream ------------------------------------------------------------- */
+
+static void start_replica_b(void) {
+    char log[160];
+    snprintf(log, sizeof log, "%s/daemon-b.log", keys.dir);
+    daemon_b = th_daemon_start(daemon_cfg, &port_b, log);
+    ck_assert_int_gt(daemon_b, 0);
+    for (int i = 0; i < 400; i++) {
+        th_resp_t r;
+        char url[128];
+        snprintf(url, sizeof url, "http://127.0.0.1:%u/readyz", (unsigned)port_b);
+        ck_assert_int_eq(th_request("GET", url, NULL, NULL, -1, 0, &r), 0);
+        long st = r.status;
+        th_resp_free(&r);
+        if (st == 200)
+            return;
+        sleep_ms(50);
+    }
+    ck_abort_msg("the second replica did not become ready");
+}
+
+/* The stream's last id ("0-0" when it has none) into out (48 bytes). */
+static void stream_last_id(const char *key, char *out) {
+    redisReply *r = redisCommand(rc, "XINFO STREAM %s", key);
+    snprintf(out, 48, "0-0");
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2)
+        if (strcmp(r->element[i]->str, "last-generated-id") == 0)
+            snprintf(out, 48, "%s", r->element[i + 1]->str);
+    freeReplyObject(r);
+}
+
+static const char *entry_field(const redisReply *kv, const char *name) {
+    for (size_t i = 0; i + 1 < kv->elements; i += 2)
+        if (strcmp(kv->element[i]->str, name) == 0)
+            return kv->element[i + 1]->str;
+    return "";
+}
+
+/* Reads a whole pipe into a new string. */
+static char *read_all(FILE *p) {
+    fg_buf_t b;
+    fg_buf_init(&b, 64u << 20);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
+        ck_assert_int_eq(fg_buf_append(&b, chunk, n), FG_OK);
+    fg_buf_append(&b, "", 1);
+    return fg_buf_steal(&b, NULL);
+}
+
+START_TEST(changes_exactly_once_in_order_across_replicas_and_reconnects) {
+    start_replica_b();
+    make_deployment(0, "web", 0);
+    for (int waited = 0;; waited += 100) {
+        th_resp_t r;
+        long st = get("/v1/projects/shop/apps/web", dev, &r);
+        th_resp_free(&r);
+        if (st == 200)
+            break;
+        ck_assert_msg(waited < 10000, "the app never reached the cache");
+        sleep_ms(100);
+    }
+    sleep_ms(500);
+    char start[48];
+    stream_last_id("fg:chg:shop", start);
+    char *cmd =
+        fg_xasprintf("node tests/integration/sse_client.js %s %s 1000 170 5 "
+                     "'http://127.0.0.1:%u/v1/projects/shop/changes?kinds=App&app=web' "
+                     "'http://127.0.0.1:%u/v1/projects/shop/changes?app=web&kinds=App,Pod' 2>&1",
+                     dev, start, (unsigned)port, (unsigned)port_b);
+    FILE *client = popen(cmd, "r");
+    free(cmd);
+    ck_assert_ptr_nonnull(client);
+    sleep_ms(300);
+    for (int i = 1; i <= 1000; i++) {
+        char body[128];
+        snprintf(body, sizeof body, "{\"metadata\":{\"labels\":{\"seq\":\"%d\"}}}", i);
+        long st =
+            tk_call(&ks, 0, "PATCH", "/apis/apps/v1/namespaces/shop/deployments/web", body, NULL);
+        ck_assert_msg(st == 200, "PATCH %d -> %ld", i, st);
+    }
+    char *out = read_all(client);
+    int status = pclose(client);
+    ck_assert_msg(status == 0, "the client failed (%d):\n%.2000s", status, out);
+    /* what the client received, line by line */
+    size_t nlines = 0, cap = 4096;
+    char **ids = fg_xcalloc(cap, sizeof *ids);
+    int expect_seq = 1, connections = 0;
+    for (char *line = out, *eol; *line != '\0'; line = eol + 1) {
+        eol = strchr(line, '\n');
+        if (eol == NULL)
+            break;
+        *eol = '\0';
+        if (strncmp(line, "done ", 5) == 0) {
+            connections = (int)strtol(line + 5, NULL, 10);
+            break;
+        }
+        char *w[5] = {NULL};
+        size_t nw = 0;
+        for (char *p = line; nw < 5 && p != NULL; nw++) {
+            w[nw] = p;
+            p = strchr(p, ' ');
+            if (p != NULL)
+                *p++ = '\0';
+        }
+        ck_assert_msg(nw == 5 && w[4] != NULL, "%s", line);
+        const char *id = w[0], *type = w[1], *kind = w[2], *name = w[3], *seq = w[4];
+        ck_assert_str_eq(type, "upsert");
+        ck_assert_str_eq(kind, "App");
+        ck_assert_str_eq(name, "web");
+        if (strcmp(seq, "-") != 0) {
+            int v = (int)strtol(seq, NULL, 10);
+            if (v == expect_seq)
+                expect_seq++;
+            else
+                ck_assert_msg(v == expect_seq - 1, "seq %d after %d", v, expect_seq - 1);
+        }
+        ck_assert_uint_lt(nlines, cap);
+        ids[nlines++] = fg_xstrdup(id);
+    }
+    ck_assert_int_eq(expect_seq, 1001); /* every change, in order */
+    ck_assert_int_eq(connections, 6);   /* five reconnects, three of them to the other replica */
+    /* exactly the stream's entries of web after start, each once, in order */
+    redisReply *r = redisCommand(rc, "XRANGE fg:chg:shop (%s %s", start, ids[nlines - 1]);
+    size_t k = 0;
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *kv = r->element[i]->element[1];
+        if (strcmp(entry_field(kv, "k"), "App") != 0 || strcmp(entry_field(kv, "a"), "web") != 0)
+            continue;
+        ck_assert_msg(k < nlines, "the stream holds more than was received");
+        ck_assert_str_eq(ids[k], r->element[i]->element[0]->str);
+        k++;
+    }
+    ck_assert_uint_eq(k, nlines);
+    freeReplyObject(r);
+    for (size_t i = 0; i < nlines; i++)
+        free(ids[i]);
+    free(ids);
+    free(out);
+}
+END_TEST
+
+/* Runs curl on the change stream for `seconds` (in the background until read_all): the pipe. */
+static FILE *curl_stream(uint16_t p, const char *tok, const char *last_id, int seconds) {
+    char *cmd = fg_xasprintf("curl -s -N -m %d -H 'Authorization: Bearer %s' %s%s%s "
+                             "'http://127.0.0.1:%u/v1/projects/shop/changes'",
+                             seconds, tok, last_id ? "-H 'Last-Event-ID: " : "",
+                             last_id ? last_id : "", last_id ? "'" : "", (unsigned)p);
+    FILE *f = popen(cmd, "r");
+    free(cmd);
+    ck_assert_ptr_nonnull(f);
+    return f;
+}
+
+START_TEST(changes_reset_keepalives_and_contract) {
+    /* the history before now is trimmed away: an old id cannot resume */
+    char last[48];
+    make_pod(0, "shop", "before", "", "10m");
+    sleep_ms(500);
+    stream_last_id("fg:chg:shop", last);
+    ck_assert_str_ne(last, "0-0");
+    freeReplyObject(redisCommand(rc, "XTRIM fg:chg:shop MAXLEN 0"));
+    FILE *f = curl_stream(port, dev, "1-0", 4);
+    sleep_ms(1000);
+    make_pod(1, "shop", "after", "", "10m");
+    char *body = read_all(f);
+    pclose(f);
+    ck_assert_msg(strncmp(body, "retry: 3000\n\n", 13) == 0, "%.300s", body);
+    char *reset = strstr(body, "event: reset\n");
+    ck_assert_msg(reset != NULL, "no reset: %.500s", body);
+    ck_assert_ptr_nonnull(strstr(reset, "older than the stream's history"));
+    /* its id is where the stream goes on: the last id trimmed */
+    char want[80];
+    snprintf(want, sizeof want, "id: %s\nevent: reset", last);
+    ck_assert_msg(strstr(body, want) != NULL, "%s not in %.500s", want, body);
+    ck_assert_ptr_nonnull(strstr(body, ": keep-alive\n\n"));
+    ck_assert_msg(strstr(body, "\"name\":\"after\"") != NULL, "no upsert of after: %.2000s", body);
+    ck_assert_ptr_null(strstr(body, "\"name\":\"before\""));
+    char err[4096];
+    int v = contract_check("GET", "/v1/projects/shop/changes", 200, "text/event-stream", body,
+                           strlen(body), err, sizeof err);
+    ck_assert_msg(v == CONTRACT_VALID, "%s\n%.2000s", err, body);
+    free(body);
+    /* a resume from the reset's id gets no reset and nothing twice */
+    f = curl_stream(port, dev, last, 2);
+    body = read_all(f);
+    pclose(f);
+    ck_assert_ptr_null(strstr(body, "event: reset"));
+    ck_assert_msg(strstr(body, "\"name\":\"after\"") != NULL, "%.2000s", body);
+    free(body);
+}
+END_TEST
+
+START_TEST(changes_refusals) {
+    th_resp_t r;
+    ck_assert_int_eq(get("/v1/projects/shop/changes", other, &r), 403);
+    th_resp_free(&r);
+    ck_assert_int_eq(get("/v1/projects/shop/changes", NULL, &r), 401);
+    th_resp_free(&r);
+    const char *bad[] = {"kinds=Deployment", "kinds=App,App", "kinds=", "app=Web"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "/v1/projects/shop/changes?%s", bad[i]);
+        ck_assert_msg(get(path, dev, &r) == 422, "%s -> %ld", bad[i], r.status);
+        th_resp_free(&r);
+    }
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/v1/projects/shop/changes", (unsigned)port);
+    char *auth = fg_xasprintf("Authorization: Bearer %s", dev);
+    const char *hdrs[] = {auth, "Last-Event-ID: yesterday", NULL};
+    ck_assert_int_eq(th_request("GET", url, hdrs, NULL, -1, 0, &r), 0);
+    ck_assert_int_eq(r.status, 422);
+    ck_assert_ptr_nonnull(strstr(r.body, "Last-Event-ID"));
+    th_resp_free(&r);
+    free(auth);
+}
+END_TEST
+
+START_TEST(changes_drain_ends_streams_cleanly) {
+    FILE *f = curl_stream(port, dev, NULL, 20);
+    sleep_ms(800);
+    int status = th_daemon_stop(daemon_pid, SIGTERM, 10000);
+    daemon_pid = 0;
+    ck_assert_int_eq(status, 0);
+    char *body = read_all(f);
+    int curl_rc = pclose(f);
+    /* the body ended as a chunked body ends (curl exits 0, not 18: "transfer closed") */
+    ck_assert_msg(WIFEXITED(curl_rc) && WEXITSTATUS(curl_rc) == 0, "curl %d: %.300s",
+                  WEXITSTATUS(curl_rc), body);
+    ck_assert(strncmp(body, "retry: 3000\n\n", 13) == 0);
+    free(body);
+}
+END_TEST
+
 static Suite *insights_suite(void) {
     Suite *s = suite_create("insights");
     TCase *tc = tcase_create("events");
@@ -578,6 +819,14 @@ static Suite *insights_suite(void) {
     tcase_add_test(tc, events_retention_by_age_and_idempotence);
     tcase_add_test(tc, events_refusals);
     suite_add_tcase(s, tc);
+    TCase *ch = tcase_create("changes");
+    tcase_add_checked_fixture(ch, setup, teardown);
+    tcase_set_timeout(ch, 180);
+    tcase_add_test(ch, changes_exactly_once_in_order_across_replicas_and_reconnects);
+    tcase_add_test(ch, changes_reset_keepalives_and_contract);
+    tcase_add_test(ch, changes_refusals);
+    tcase_add_test(ch, changes_drain_ends_streams_cleanly);
+    suite_add_tcase(s, ch);
     return s;
 }
 
