@@ -255,6 +255,9 @@ int main(int argc, char **argv) {
         .gate = fg_auth_gate,
         .seal = fg_auth_seal,
         .gate_ctx = auth,
+        .cors_origins = (const char *const *)cfg->cors_allowed_origins,
+        .ncors_origins = cfg->ncors_allowed_origins,
+        .cors_max_age_s = (unsigned)cfg->cors_max_age_s,
     };
     if (fg_http_server_start(&srv, &hopts, routes, nroutes) != FG_OK)
         goto out;

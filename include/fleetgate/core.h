@@ -315,6 +315,10 @@ typedef struct {
     fg_cache_conf_t cache;
     fg_streams_conf_t streams;
     fg_insights_conf_t insights;
+    /* cors: the browser origins allowed to call the API (README.md "CORS") */
+    char **cors_allowed_origins;
+    size_t ncors_allowed_origins;
+    int64_t cors_max_age_s;
 } fg_config_t;
 
 /* Loads and validates a configuration file. Returns FG_OK with *out set (free with

@@ -152,6 +152,11 @@ typedef struct {
      * replaces it with 503 audit-unavailable (fail closed). NULL: none. */
     int (*seal)(fg_req_t *req, unsigned status);
     void *gate_ctx; /* handed to gate and seal through fg_req_gate_ctx */
+    /* CORS (src/http/cors.c): the origins a browser may call from (borrowed; none: no CORS
+     * headers, and preflights are refused) and how long a preflight's answer may be cached. */
+    const char *const *cors_origins;
+    size_t ncors_origins;
+    unsigned cors_max_age_s;
 } fg_http_options_t;
 
 /* Creates and starts the server (listening when it returns FG_OK). Routes are borrowed.

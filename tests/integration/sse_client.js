@@ -14,7 +14,7 @@ const EventSource = require('eventsource');
 const [token, firstId, stopSeq, perSegmentArg, reconnectsArg, ...urls] = process.argv.slice(2);
 const perSegment = Number(perSegmentArg), reconnects = Number(reconnectsArg);
 let lastId = firstId === '-' ? null : firstId;
-let got = 0, segment = 0, inSegment = 0, es = null;
+let got = 0, segment = 0, inSegment = 0, es = null, finished = false;
 
 const timer = setTimeout(() => {
     console.log(`timeout after ${got} events`);
@@ -26,8 +26,15 @@ function connect() {
     const headers = { Authorization: `Bearer ${token}` };
     if (lastId) headers['Last-Event-ID'] = lastId;
     inSegment = 0;
-    es = new EventSource(url, { headers });
+    const self = new EventSource(url, { headers });
+    es = self;
     const onEvent = (ev) => {
+        // a closed EventSource may still hand over events it had parsed, or even reconnect on
+        // its own (eventsource 2.x): only the current connection counts
+        if (es !== self || finished) {
+            self.close();
+            return;
+        }
         lastId = ev.lastEventId;
         const d = JSON.parse(ev.data);
         const seq = d.object && d.object.labels && d.object.labels.seq ? d.object.labels.seq : '-';
@@ -36,9 +43,10 @@ function connect() {
         got++;
         inSegment++;
         if (seq === stopSeq) {
+            finished = true;
             es.close();
             clearTimeout(timer);
-            console.log(`done ${segment + 1}`);
+            process.stdout.write(`done ${segment + 1}\n`, () => process.exit(0));
             return;
         }
         if (inSegment >= perSegment && segment < reconnects) {
@@ -47,10 +55,10 @@ function connect() {
             setImmediate(connect);
         }
     };
-    es.addEventListener('upsert', onEvent);
-    es.addEventListener('delete', onEvent);
-    es.addEventListener('reset', onEvent);
-    es.onerror = (e) => {
+    self.addEventListener('upsert', onEvent);
+    self.addEventListener('delete', onEvent);
+    self.addEventListener('reset', onEvent);
+    self.onerror = (e) => {
         if (e && e.status) {
             console.log(`error status ${e.status}`);
             process.exit(1);

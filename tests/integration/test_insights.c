@@ -121,7 +121,8 @@ static void setup(void) {
              "  \"keys\": [{\"kid\": \"rsa1\", \"pem_file\": \"%s\", \"algs\": [\"RS256\"]}],"
              "  \"audit_log\": \"%s/audit.log\"},"
              " \"rate_limits\": {\"enabled\": false},"
-             " \"insights\": {\"events_max_per_project\": 40, \"changes_keepalive_s\": 1}}",
+             " \"insights\": {\"events_max_per_project\": 40, \"changes_keepalive_s\": 1},"
+             " \"cors\": {\"allowed_origins\": [\"http://localhost:5173\"]}}",
              redis.url, cl[0], cl[1], cl[2], keys.rsa_pub, keys.dir);
     char log[160];
     snprintf(log, sizeof log, "%s/daemon.log", keys.dir);
@@ -807,6 +808,85 @@ START_TEST(changes_drain_ends_streams_cleanly) {
 }
 END_TEST
 
+/* ---- CORS ---------------------------------------------------------------------------- */
+
+static long raw(const char *method, const char *path, const char *const *hdrs, th_resp_t *r) {
+    char url[512];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", (unsigned)port, path);
+    ck_assert_int_eq(th_request(method, url, hdrs, NULL, -1, 0, r), 0);
+    return r->status;
+}
+
+START_TEST(cors_preflight_and_exposed_headers) {
+    th_resp_t r;
+    char v[512];
+    const char *pre[] = {"Origin: http://localhost:5173", "Access-Control-Request-Method: GET",
+                         "Access-Control-Request-Headers: authorization, last-event-id", NULL};
+    ck_assert_int_eq(raw("OPTIONS", "/v1/projects/shop/events", pre, &r), 204);
+    ck_assert_str_eq(th_header(&r, "Access-Control-Allow-Origin", v, sizeof v),
+                     "http://localhost:5173");
+    ck_assert_ptr_nonnull(
+        strstr(th_header(&r, "Access-Control-Allow-Methods", v, sizeof v), "GET"));
+    th_header(&r, "Access-Control-Allow-Headers", v, sizeof v);
+    ck_assert_ptr_nonnull(strstr(v, "Authorization"));
+    ck_assert_ptr_nonnull(strstr(v, "Last-Event-ID"));
+    ck_assert_ptr_nonnull(strstr(v, "If-None-Match"));
+    ck_assert_str_eq(th_header(&r, "Access-Control-Max-Age", v, sizeof v), "600");
+    ck_assert_str_eq(th_header(&r, "Vary", v, sizeof v), "Origin");
+    th_resp_free(&r);
+    /* a write route's preflight lists its methods */
+    ck_assert_int_eq(raw("OPTIONS", "/v1/projects/shop/apps", pre, &r), 204);
+    th_header(&r, "Access-Control-Allow-Methods", v, sizeof v);
+    ck_assert_ptr_nonnull(strstr(v, "POST"));
+    th_resp_free(&r);
+    /* an origin not in cors.allowed_origins: refused, and no CORS header */
+    const char *evil[] = {"Origin: http://evil.example", "Access-Control-Request-Method: GET",
+                          NULL};
+    ck_assert_int_eq(raw("OPTIONS", "/v1/projects/shop/events", evil, &r), 403);
+    ck_assert_ptr_null(th_header(&r, "Access-Control-Allow-Origin", v, sizeof v));
+    ck_assert_ptr_nonnull(strstr(r.body, "evil.example"));
+    th_resp_free(&r);
+    /* an unknown path stays a 404 */
+    ck_assert_int_eq(raw("OPTIONS", "/v1/nothing-here", pre, &r), 404);
+    th_resp_free(&r);
+    /* a GET from the allowed origin can read what it needs; the answer is the contract's */
+    char *auth = fg_xasprintf("Authorization: Bearer %s", dev);
+    const char *get_hdrs[] = {auth, "Origin: http://localhost:5173", NULL};
+    ck_assert_int_eq(raw("GET", "/v1/projects/shop/events", get_hdrs, &r), 200);
+    ck_assert_str_eq(th_header(&r, "Access-Control-Allow-Origin", v, sizeof v),
+                     "http://localhost:5173");
+    th_header(&r, "Access-Control-Expose-Headers", v, sizeof v);
+    const char *exposed[] = {"ETag", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset",
+                             "X-Request-Id"};
+    for (size_t i = 0; i < sizeof exposed / sizeof exposed[0]; i++)
+        ck_assert_msg(strstr(v, exposed[i]) != NULL, "%s not exposed: %s", exposed[i], v);
+    char err[4096];
+    ck_assert_msg(contract_check_headers("GET", "/v1/projects/shop/events", 200, r.headers, r.body,
+                                         r.len, err, sizeof err) == CONTRACT_VALID,
+                  "%s", err);
+    th_resp_free(&r);
+    /* another origin's GET gets its answer but no CORS header (the browser withholds it) */
+    const char *get_evil[] = {auth, "Origin: http://evil.example", NULL};
+    ck_assert_int_eq(raw("GET", "/v1/projects/shop/events", get_evil, &r), 200);
+    ck_assert_ptr_null(th_header(&r, "Access-Control-Allow-Origin", v, sizeof v));
+    th_resp_free(&r);
+    free(auth);
+    /* the change stream's answer carries them too (an EventSource on another origin) */
+    char *cmd = fg_xasprintf("curl -s -i -N -m 1 -H 'Authorization: Bearer %s' "
+                             "-H 'Origin: http://localhost:5173' "
+                             "'http://127.0.0.1:%u/v1/projects/shop/changes'",
+                             dev, (unsigned)port);
+    FILE *f = popen(cmd, "r");
+    free(cmd);
+    char *body = read_all(f);
+    pclose(f);
+    ck_assert_msg(strstr(body, "Access-Control-Allow-Origin: http://localhost:5173") != NULL,
+                  "%.500s", body);
+    ck_assert_ptr_nonnull(strstr(body, "text/event-stream"));
+    free(body);
+}
+END_TEST
+
 static Suite *insights_suite(void) {
     Suite *s = suite_create("insights");
     TCase *tc = tcase_create("events");
@@ -826,6 +906,7 @@ static Suite *insights_suite(void) {
     tcase_add_test(ch, changes_reset_keepalives_and_contract);
     tcase_add_test(ch, changes_refusals);
     tcase_add_test(ch, changes_drain_ends_streams_cleanly);
+    tcase_add_test(ch, cors_preflight_and_exposed_headers);
     suite_add_tcase(s, ch);
     return s;
 }
