@@ -280,6 +280,9 @@ int main(int argc, char **argv) {
         .gate = fg_auth_gate,
         .seal = fg_auth_seal,
         .gate_ctx = auth,
+        .cors_origins = (const char *const *)cfg->cors_allowed_origins,
+        .ncors_origins = cfg->ncors_allowed_origins,
+        .cors_max_age_s = (unsigned)cfg->cors_max_age_s,
     };
     if (load_tls(cfg, &hopts, &tls_cert, &tls_key) != FG_OK)
         goto out;

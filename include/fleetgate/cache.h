@@ -129,6 +129,15 @@ const char *fg_cache_key_rate_project(fg_cache_key_t *k, char cls, const char *p
 /* fg:q:{project}:{tier}: hash, app -> its quota reservation (cache/quota_reserve.lua). */
 const char *fg_cache_key_quota(fg_cache_key_t *k, const char *project, const char *tier);
 
+/* fg:ev:{project}: hash, event id -> a folded event of the project's timeline (JSON);
+ * fg:evx:{project}: zset, score 0, its order newest first: "{9999999999999 - lastSeenMs, 13
+ * digits}|{event id}" (cache/insight_event.lua writes both; cache/SCHEMA.md). */
+const char *fg_cache_key_events(fg_cache_key_t *k, const char *project);
+const char *fg_cache_key_events_order(fg_cache_key_t *k, const char *project);
+
+/* fg:chg:{project}: stream, the project's changes (cache/insight_change.lua; SCHEMA.md). */
+const char *fg_cache_key_changes(fg_cache_key_t *k, const char *project);
+
 /* fg:idem:{id}: hash, an Idempotency-Key's record (id: a hash of caller and key). */
 const char *fg_cache_key_idem(fg_cache_key_t *k, const char *id);
 
@@ -291,6 +300,44 @@ void fg_cache_idem_clear(fg_cache_idem_t *s);
 int fg_cache_idem_finish(fg_redis_t *r, const char *id, unsigned status, const char *body,
                          const char *etag, const char *location, int64_t ttl_ms);
 int fg_cache_idem_abandon(fg_redis_t *r, const char *id);
+
+/* ---- the change streams (src/cache/changes.c) --------------------------------------------
+ *
+ * Each project's changes are a Redis stream, fg:chg:{project}, written by the informers
+ * (cache/insight_change.lua) and bounded (MAXLEN ~ insights.changes_max_per_project). A reader is
+ * one connection of its own, used by one thread: XREAD over many projects' streams, XRANGE to
+ * catch up, and the stream's state (what was trimmed). Entry ids are Redis stream ids
+ * ("MS-SEQ"). */
+typedef struct fg_cache_changes fg_cache_changes_t;
+
+/* One entry; every pointer is borrowed from the reply and valid during the callback only. */
+typedef struct {
+    const char *id;                                           /* "MS-SEQ" */
+    const char *type;                                         /* "upsert" or "delete" */
+    const char *kind, *name, *cluster, *version, *time, *app; /* "" when absent */
+    const char *object;                                       /* upsert: compact JSON; else NULL */
+    size_t object_len;
+} fg_cache_change_t;
+
+typedef void (*fg_cache_change_fn)(void *ud, size_t stream, const fg_cache_change_t *c);
+
+/* A reader on the pool's server (pool borrowed: it must outlive the reader); it connects at its
+ * first use and again after a failure. */
+fg_cache_changes_t *fg_cache_changes_new(const fg_redis_t *pool);
+void fg_cache_changes_free(fg_cache_changes_t *c);
+/* XREAD BLOCK block_ms COUNT count over the n projects' streams, each after after[i]: fn for each
+ * entry with its stream's index. FG_OK (nothing new within block_ms is FG_OK too) or FG_EIO (the
+ * connection is dropped; the next call connects again). */
+int fg_cache_changes_read(fg_cache_changes_t *c, const char *const *projects,
+                          const char *const *after, size_t n, int block_ms, size_t count,
+                          fg_cache_change_fn fn, void *ud);
+/* XRANGE of project's stream after `after` (exclusive), at most count entries; *got counts them. */
+int fg_cache_changes_range(fg_cache_changes_t *c, const char *project, const char *after,
+                           size_t count, fg_cache_change_fn fn, void *ud, size_t *got);
+/* The stream's last id ever added and the greatest id trimmed away ("0-0" when none, or when the
+ * stream does not exist), each into 48 bytes. FG_OK or FG_EIO. */
+int fg_cache_changes_state(fg_cache_changes_t *c, const char *project, char *last_id,
+                           char *max_deleted);
 
 /* ---- batches: commands sent in one round trip (src/cache/batch.c) -------------
  *

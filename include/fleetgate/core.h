@@ -88,6 +88,10 @@ void fg_buf_free(fg_buf_t *b);
 /* Parse a whole decimal integer in [min, max]. No sign for unsigned use, no spaces, no
  * trailing garbage. FG_OK and *out set, or FG_EINVAL (not a number) / FG_ETOOBIG (range). */
 int fg_parse_int64(const char *s, size_t len, int64_t min, int64_t max, int64_t *out);
+/* An RFC 3339 date-time ("2026-11-22T14:03:07Z", "...07.123+01:00"; T or t, Z or z) into Unix
+ * ms (a fraction past ms is dropped). FG_OK and *out set, or FG_EINVAL (not such a time, or a
+ * field out of range: month 13, hour 24, 31 April). Years 1970..9999. */
+int fg_parse_time_ms(const char *s, size_t len, int64_t *out);
 /* "host:port" or "[v6]:port" into host (a new string the caller frees) and port. */
 int fg_parse_hostport(const char *s, char **host_out, uint16_t *port_out);
 /* DNS-1123 label: lowercase alnum and '-', starts and ends alnum, 1..63 chars. */
@@ -274,6 +278,14 @@ typedef struct {
     char *ca_file;              /* the CA a kubeconfig names; NULL: the client's own CAs */
     char *advertise_url;        /* the listener's URL in a kubeconfig; NULL: https://listen */
 } fg_tls_conf_t;
+/* insights: the events timeline each project keeps in Redis (README.md "Insights"); every bound
+ * holds per project. */
+typedef struct {
+    int64_t events_max_age_s;        /* an event not seen again for this long is dropped */
+    int64_t events_max_per_project;  /* past this, the oldest events go */
+    int64_t changes_max_per_project; /* entries of a project's change stream (about) */
+    int64_t changes_keepalive_s;     /* a change stream's keep-alive comment period */
+} fg_insights_conf_t;
 
 /* rate_limits: GCRA limits per principal and per project (see README.md "Rate limits"). */
 typedef struct {
@@ -330,6 +342,11 @@ typedef struct {
     fg_sidecar_conf_t *sidecars; /* the managed sidecar catalogue (sidecars[]) */
     size_t nsidecars;
     fg_tls_conf_t tls;
+    fg_insights_conf_t insights;
+    /* cors: the browser origins allowed to call the API (README.md "CORS") */
+    char **cors_allowed_origins;
+    size_t ncors_allowed_origins;
+    int64_t cors_max_age_s;
 } fg_config_t;
 
 /* The catalogue entry of a sidecar by name, or NULL. */

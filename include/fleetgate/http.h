@@ -159,6 +159,11 @@ typedef struct {
     const char *tls_host;
     uint16_t tls_port;
     const char *tls_cert_pem, *tls_key_pem;
+    /* CORS (src/http/cors.c): the origins a browser may call from (borrowed; none: no CORS
+     * headers, and preflights are refused) and how long a preflight's answer may be cached. */
+    const char *const *cors_origins;
+    size_t ncors_origins;
+    unsigned cors_max_age_s;
 } fg_http_options_t;
 
 /* Creates and starts the server (listening when it returns FG_OK). Routes are borrowed.

@@ -135,4 +135,45 @@ int fg_exec_start(fg_streams_t *ss, fg_req_t *req, fg_exec_t *x, const char *acc
 /* Exec sessions open now. */
 unsigned fg_streams_execs(const fg_streams_t *ss);
 
+/* ---- the change stream (server-sent events from the projects' Redis streams) ----------
+ *
+ * One hub thread per process reads every watched project's Redis stream (cache.h "the change
+ * streams": XREAD for what is new, XRANGE for a client catching up, the stream's state for
+ * resets) and keeps each project's recent events, formatted once, in a bounded ring; the stream
+ * loop copies them into each client's buffer (filters applied). No thread per stream: the loop
+ * does the fan-out, the hub the Redis I/O. A client whose buffer stays full is dropped (the
+ * loop's stall rule), and so is one the ring laps; it resumes with Last-Event-ID. */
+
+/* The API's object kinds (ObjectKind), the bits of fg_stream_changes_t.kinds. */
+#define FG_STREAM_CHANGE_KINDS 6
+/* The index of an ObjectKind name (Project, App, Pod, JobSet, CronJob, Scaler), or -1. */
+int fg_stream_change_kind(const char *name);
+
+/* Turns one cached (simplified) object into the API's object as GET answers it (a new
+ * reference), or NULL. kind is the API kind ("App"), cluster the member cluster it came from.
+ * Called on the hub's thread. */
+typedef json_t *(*fg_stream_present_fn)(void *ud, const char *kind, const char *cluster,
+                                        const json_t *obj);
+
+struct fg_redis;
+
+typedef struct {
+    const char *project;
+    unsigned kinds;            /* bit i: kind i wanted (fg_stream_change_kind); 0: every kind */
+    const char *app;           /* only changes of this app; NULL: all */
+    const char *last_event_id; /* resume after this id ("MS-SEQ"); NULL: from now */
+    int keepalive_s;           /* a comment line this often */
+    /* the same for every stream of a process (the first call's are kept), borrowed for its life */
+    const struct fg_redis *redis;
+    fg_stream_present_fn present;
+    void *present_ud;
+} fg_stream_changes_t;
+
+/* Hands req over to a change stream: 200 text/event-stream at once, `retry: 3000`, then the
+ * project's changes (after last_event_id, or a `reset` event when they are no longer kept),
+ * keep-alives, until the client goes or fleetgate drains. FG_OK (parked), or an error having
+ * replied. */
+int fg_stream_start_changes(fg_streams_t *ss, fg_req_t *req, const fg_stream_changes_t *c,
+                            const fg_stream_opts_t *opts);
+
 #endif

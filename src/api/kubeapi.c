@@ -413,7 +413,7 @@ int fg_api_kube_get_pod(fg_req_t *req) {
     size_t lens[RD_MAX_CLUSTERS], found;
     rd_ctx_t c;
     if (cl == NULL ||
-        !rd_get_raw_or_reply(&c, req, "pod", project, name, cl->name, raws, lens, &found))
+        !rd_get_raw_or_reply(&c, req, "pod", project, name, cl->name, raws, lens, &found, NULL))
         return FG_OK;
     char what[RD_NAME_MAX + 8];
     snprintf(what, sizeof what, "pod %s", name);
@@ -442,7 +442,7 @@ int fg_api_kube_get_namespace(fg_req_t *req) {
     size_t lens[RD_MAX_CLUSTERS], found;
     rd_ctx_t c;
     if (cl == NULL ||
-        !rd_get_raw_or_reply(&c, req, "project", "_", project, cl->name, raws, lens, &found))
+        !rd_get_raw_or_reply(&c, req, "project", "_", project, cl->name, raws, lens, &found, NULL))
         return FG_OK;
     for (size_t i = 0; i < c.nparts; i++)
         free(raws[i]);

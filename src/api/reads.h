@@ -206,6 +206,9 @@ json_t *rd_present_cronjob(const rd_ctx_t *c, json_t *const *objs);
 json_t *rd_present_scaler(const rd_ctx_t *c, json_t *const *objs);
 /* The API's Pod of a cached (simplified) pod (pods.c). A new reference. */
 json_t *rd_present_pod(const json_t *cached);
+/* An app, job set, cron job or scaler (kind: its cache kind, "app"...) as GET answers it, from
+ * its objects of c's parts (workloads.c); NULL for another kind. */
+json_t *rd_present_workload(const char *kind, const rd_ctx_t *c, json_t *const *objs);
 /* The part of c whose cluster is named (NULL when none). */
 const rd_part_t *rd_part(const rd_ctx_t *c, const char *cluster);
 

@@ -140,6 +140,8 @@ static const fg_route_t routes[] = {
      .body = FG_BODY_NONE,
      .perm = FG_PERM_EXEC,
      .rate = FG_RATE_READ},
+    LIST("/v1/projects/{project}/events", fg_api_list_events),
+    STREAM("/v1/projects/{project}/changes", fg_api_watch_changes, FG_PERM_READ),
 };
 
 const fg_route_t *fg_api_routes(size_t *n) {

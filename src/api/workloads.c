@@ -510,3 +510,10 @@ KIND_HANDLERS(K_APP, fg_api_list_apps, fg_api_get_app)
 KIND_HANDLERS(K_JOBSET, fg_api_list_jobsets, fg_api_get_jobset)
 KIND_HANDLERS(K_CRONJOB, fg_api_list_cronjobs, fg_api_get_cronjob)
 KIND_HANDLERS(K_SCALER, fg_api_list_scalers, fg_api_get_scaler)
+
+json_t *rd_present_workload(const char *kind, const rd_ctx_t *c, json_t *const *objs) {
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(kinds[i].kind, kind) == 0)
+            return kinds[i].present(c, objs);
+    return NULL;
+}

@@ -4,6 +4,7 @@
 #define FG_CACHE_INTERNAL_H
 
 #include "fleetgate/cache.h"
+#include "fleetgate/kube.h"
 
 #include <hiredis/hiredis.h>
 #include <stdbool.h>
@@ -80,5 +81,45 @@ redisReply *writer_command(writer_t *w, int argc, const char **argv);
 bool writer_replies(writer_t *w, size_t n, redisReply **out);
 /* Closes the connection without counting a failure (shutdown). */
 void writer_close(writer_t *w);
+
+/* ---- the insights feed (insight_feed.c) -------------------------------------------------
+ *
+ * What the informers add to Redis beside the cache for the insight APIs: each Event they see
+ * (watch or LIST) is folded into its project's timeline by cache/insight_event.lua, pipelined
+ * with the cache's own writes, so only the informer's lease holder writes it. */
+#define INSIGHT_EVENT_ARGC 12
+
+typedef struct {
+    fg_cache_key_t ev, evx, pods;
+    char first[24], last[24], now[24], max_age[24], max_n[24];
+    const char *argv[INSIGHT_EVENT_ARGC];
+    size_t lens[INSIGHT_EVENT_ARGC];
+} insight_event_cmd_t;
+
+/* Fills cmd with the EVALSHA (sha1: insight_event.lua's) of one translated event t, whose
+ * compact JSON is text (len bytes, borrowed: it must outlive cmd). False when t names no
+ * project (nothing to send). */
+bool insight_event_cmd(insight_event_cmd_t *cmd, const char *sha1, const fg_insights_conf_t *conf,
+                       const char *cluster, const json_t *t, const char *text, size_t len);
+
+/* The change stream: each watch event of a pod, app, job set, cron job, scaler or project is
+ * offered to its project's stream by cache/insight_change.lua, pipelined just before the cache's
+ * own write of it (the script compares it with the cached object). */
+#define INSIGHT_CHANGE_ARGC 13
+
+typedef struct {
+    fg_cache_key_t objects, stream;
+    char time[40], maxlen[24];
+    const char *argv[INSIGHT_CHANGE_ARGC];
+    size_t lens[INSIGHT_CHANGE_ARGC];
+} insight_change_cmd_t;
+
+/* Fills cmd with the EVALSHA (sha1: insight_change.lua's) of one watch event of kind ki in
+ * cluster: name and scope as the cache keys it, text the translated object's compact JSON (""
+ * for a delete; borrowed), version its resourceVersion. False when the kind has no change
+ * stream or no project. */
+bool insight_change_cmd(insight_change_cmd_t *cmd, const char *sha1, const fg_insights_conf_t *conf,
+                        const fg_kube_kind_info_t *ki, const char *cluster, const char *name,
+                        const char *scope, const char *text, size_t len, const char *version);
 
 #endif

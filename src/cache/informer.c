@@ -43,8 +43,10 @@ FG_EMBED_FILE(fg_cache_delete_lua, "cache/cache_delete.lua");
 FG_EMBED_FILE(fg_cache_swap_lua, "cache/cache_swap.lua");
 FG_EMBED_FILE(fg_cache_tmpdrop_lua, "cache/cache_tmpdrop.lua");
 FG_EMBED_FILE(fg_cache_lease_lua, "cache/cache_lease.lua");
+FG_EMBED_FILE(fg_insight_event_lua, "cache/insight_event.lua");
+FG_EMBED_FILE(fg_insight_change_lua, "cache/insight_change.lua");
 
-enum { S_UPSERT, S_DELETE, S_SWAP, S_TMPDROP, S_LEASE, S_COUNT };
+enum { S_UPSERT, S_DELETE, S_SWAP, S_TMPDROP, S_LEASE, S_EVENT, S_CHANGE, S_COUNT };
 
 #define MAX_LISTS        2 /* LISTs in flight per cluster */
 #define MAX_WORKERS      4 /* LIST page workers (parse + translate), shared by the clusters */
@@ -113,6 +115,7 @@ struct cluster {
 struct fg_informers {
     fg_redis_t *redis_addr; /* where and how to connect (redis.c); its pool is never used */
     fg_cache_conf_t conf;
+    fg_insights_conf_t insights; /* the events timeline's retention (insight_feed.c) */
     char replica_id[128];
     char lease_px[24];
     fg_redis_script_t scripts[S_COUNT];
@@ -548,6 +551,12 @@ static void page_work(job_t *j) {
         size_t len = 0;
         char *text = fg_json_dumps(t, &len);
         write_tmp(j, &last, name, scope, app, text, len);
+        insight_event_cmd_t ev;
+        const fg_informers_t *o = j->in->cl->owner;
+        if (j->in->ki->kind == FG_KIND_EVENT &&
+            insight_event_cmd(&ev, o->scripts[S_EVENT].sha1, &o->insights, j->in->cl->conf->name, t,
+                              text, len))
+            emit(j, INSIGHT_EVENT_ARGC, ev.argv, ev.lens);
         free(text);
         json_decref(t);
         j->listed++;
@@ -867,7 +876,23 @@ static void apply_event(inf_t *in, const fg_kube_event_t *ev) {
     lens[9] = len;
     if (c->w.oldest_pending_ns == 0)
         c->w.oldest_pending_ns = fg_now_ns();
+    /* the change stream first: its script compares the event with the object cached now */
+    insight_change_cmd_t chg;
+    const char *version = ev->resource_version;
+    if (ev->type == FG_KUBE_EV_DELETED)
+        version = json_string_value(
+            json_object_get(json_object_get(ev->object, "metadata"), "resourceVersion"));
+    else
+        version = json_string_value(json_object_get(t, "version"));
+    if (insight_change_cmd(&chg, c->owner->scripts[S_CHANGE].sha1, &c->owner->insights, in->ki,
+                           c->conf->name, name, scope, text, len, version))
+        writer_append(&c->w, INSIGHT_CHANGE_ARGC, chg.argv, chg.lens);
     writer_append(&c->w, 16, a, lens);
+    insight_event_cmd_t iev;
+    if (in->ki->kind == FG_KIND_EVENT && t != NULL &&
+        insight_event_cmd(&iev, c->owner->scripts[S_EVENT].sha1, &c->owner->insights, c->conf->name,
+                          t, text, len))
+        writer_append(&c->w, INSIGHT_EVENT_ARGC, iev.argv, iev.lens);
     free(text);
     json_decref(t);
 }
@@ -1184,6 +1209,9 @@ int fg_informers_start(fg_informers_t **out, const fg_config_t *cfg, fg_buf_t *e
     fg_redis_script_init(&o->scripts[S_SWAP], fg_cache_swap_lua);
     fg_redis_script_init(&o->scripts[S_TMPDROP], fg_cache_tmpdrop_lua);
     fg_redis_script_init(&o->scripts[S_LEASE], fg_cache_lease_lua);
+    fg_redis_script_init(&o->scripts[S_EVENT], fg_insight_event_lua);
+    fg_redis_script_init(&o->scripts[S_CHANGE], fg_insight_change_lua);
+    o->insights = cfg->insights;
     register_metrics();
     /* Parsing a LIST page makes glibc consolidate its fastbins on every allocation of 1 KiB or
      * more (jansson's growing arrays and strings): a fifth of a sync's CPU. Without fastbins

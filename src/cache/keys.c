@@ -95,3 +95,18 @@ const char *fg_cache_key_idem(fg_cache_key_t *k, const char *id) {
 const char *fg_cache_key_work_lease(fg_cache_key_t *k, const char *work) {
     return fg_cache_key_lease(k, "_", work); /* "_" is no cluster's name (DNS-1123) */
 }
+
+const char *fg_cache_key_events(fg_cache_key_t *k, const char *project) {
+    const char *parts[] = {project};
+    return join(k, "fg:ev", 1, parts);
+}
+
+const char *fg_cache_key_events_order(fg_cache_key_t *k, const char *project) {
+    const char *parts[] = {project};
+    return join(k, "fg:evx", 1, parts);
+}
+
+const char *fg_cache_key_changes(fg_cache_key_t *k, const char *project) {
+    const char *parts[] = {project};
+    return join(k, "fg:chg", 1, parts);
+}

@@ -157,6 +157,28 @@ static const char *check_env(const char *v) {
     return NULL;
 }
 
+/* A browser origin as the Origin header sends it: http(s)://HOST[:PORT], nothing after. */
+static const char *check_origin(const char *v) {
+    const char *host = strncmp(v, "https://", 8) == 0  ? v + 8
+                       : strncmp(v, "http://", 7) == 0 ? v + 7
+                                                       : NULL;
+    if (host == NULL || *host == '\0')
+        return "must be an origin: http(s)://HOST[:PORT], no path";
+    const char *colon = strrchr(host, ':');
+    const char *bracket = strrchr(host, ']');
+    size_t hlen = colon && (!bracket || colon > bracket) ? (size_t)(colon - host) : strlen(host);
+    int64_t port;
+    if (hlen == 0 ||
+        (hlen < strlen(host) &&
+         fg_parse_int64(host + hlen + 1, strlen(host + hlen + 1), 1, 65535, &port) != FG_OK))
+        return "must be an origin: http(s)://HOST[:PORT], no path";
+    for (size_t i = 0; i < hlen; i++)
+        if (!((host[i] >= 'a' && host[i] <= 'z') || (host[i] >= '0' && host[i] <= '9') ||
+              strchr(".-[]:", host[i])))
+            return "must be an origin: http(s)://HOST[:PORT], the host in lower case, no path";
+    return NULL;
+}
+
 static const char *check_log_level(const char *v) {
     fg_log_level_t l;
     return fg_log_level_parse(v, &l) == FG_OK ? NULL : "must be one of debug, info, warn, error";
@@ -355,6 +377,23 @@ static const key_t_ tls_keys[] = {
 };
 static const table_t tls_table = TABLE(tls_keys, 0);
 
+/* insights.*: what each project keeps of its timeline (README.md "Insights"). */
+#define INSIGHTS_INT(field, def, lo, hi) KEY_INT(#field, CFG(insights.field), def, lo, hi)
+static const key_t_ insights_keys[] = {
+    INSIGHTS_INT(events_max_age_s, 604800, 60, 31536000),
+    INSIGHTS_INT(events_max_per_project, 10000, 10, 1000000),
+    INSIGHTS_INT(changes_max_per_project, 10000, 100, 10000000),
+    INSIGHTS_INT(changes_keepalive_s, 15, 1, 300),
+};
+static const table_t insights_table = TABLE(insights_keys, 0);
+
+static const key_t_ cors_keys[] = {
+    KEY_STRINGS("allowed_origins", CFG(cors_allowed_origins), CFG(ncors_allowed_origins), 64,
+                check_origin),
+    KEY_INT("max_age_s", CFG(cors_max_age_s), 600, 0, 86400),
+};
+static const table_t cors_table = TABLE(cors_keys, 0);
+
 static const key_t_ top_keys[] = {
     KEY_STRING("listen", CFG(listen), "127.0.0.1:8080", check_listen),
     KEY_INT("workers", CFG(workers), 4, 1, 256),
@@ -369,8 +408,9 @@ static const key_t_ top_keys[] = {
     KEY_OBJECT("cache", cache_table),
     KEY_OBJECT("streams", streams_table),
     KEY_ARRAY("sidecars", CFG(sidecars), CFG(nsidecars), 64, sidecar_table),
-
     KEY_OBJECT("tls", tls_table),
+    KEY_OBJECT("insights", insights_table),
+    KEY_OBJECT("cors", cors_table),
 };
 static const table_t top_table = TABLE(top_keys, sizeof(fg_config_t));
 

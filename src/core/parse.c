@@ -92,3 +92,75 @@ bool fg_is_dns1123_label(const char *s, size_t len) {
     }
     return true;
 }
+
+/* ---- RFC 3339 times --------------------------------------------------------- */
+
+/* Reads n digits at s into *v; false when one is not a digit. */
+static bool digits(const char *s, int n, int *v) {
+    *v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        *v = *v * 10 + (s[i] - '0');
+    }
+    return true;
+}
+
+/* Days from 1970-01-01 to y-m-d (the proleptic Gregorian calendar; H. Hinnant's formula). */
+static int64_t days_from_civil(int y, int m, int d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static int month_days(int y, int m) {
+    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return m == 2 && leap ? 29 : days[m - 1];
+}
+
+int fg_parse_time_ms(const char *s, size_t len, int64_t *out) {
+    int y, mo, d, h, mi, sec, ms = 0;
+    if (s == NULL || len < 20 || len > 40)
+        return FG_EINVAL;
+    if (!digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) || s[7] != '-' ||
+        !digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't') || !digits(s + 11, 2, &h) ||
+        s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' || !digits(s + 17, 2, &sec))
+        return FG_EINVAL;
+    if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > month_days(y, mo) || h > 23 || mi > 59 ||
+        sec > 60)
+        return FG_EINVAL;
+    size_t i = 19;
+    if (s[i] == '.') {
+        size_t start = ++i;
+        for (; i < len && s[i] >= '0' && s[i] <= '9'; i++)
+            if (i - start < 3)
+                ms = ms * 10 + (s[i] - '0');
+        if (i == start || i - start > 9)
+            return FG_EINVAL;
+        for (size_t k = i - start; k < 3; k++)
+            ms *= 10;
+    }
+    int64_t offset_min = 0;
+    if (i < len && (s[i] == 'Z' || s[i] == 'z')) {
+        i++;
+    } else if (i + 6 == len && (s[i] == '+' || s[i] == '-')) {
+        int oh, om;
+        if (!digits(s + i + 1, 2, &oh) || s[i + 3] != ':' || !digits(s + i + 4, 2, &om) ||
+            oh > 23 || om > 59)
+            return FG_EINVAL;
+        offset_min = (s[i] == '+' ? 1 : -1) * (int64_t)(oh * 60 + om);
+        i += 6;
+    } else {
+        return FG_EINVAL;
+    }
+    if (i != len)
+        return FG_EINVAL;
+    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + (sec > 59 ? 59 : sec);
+    secs -= offset_min * 60;
+    *out = secs * 1000 + ms;
+    return FG_OK;
+}

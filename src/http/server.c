@@ -38,6 +38,8 @@
  */
 #include "http_internal.h"
 
+#include "cors.h"
+
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -292,6 +294,12 @@ static bool run_seal(fg_req_t *req, unsigned status) {
 static void add_headers(fg_req_t *req, struct MHD_Response *resp, const char *content_type) {
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     MHD_add_response_header(resp, "X-Request-Id", req->id);
+    const char *origin = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Origin");
+    if (fg_cors_allowed(&req->srv->opts, origin)) {
+        MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
+        MHD_add_response_header(resp, "Access-Control-Expose-Headers", FG_CORS_EXPOSE);
+        MHD_add_response_header(resp, "Vary", "Origin");
+    }
     for (size_t i = 0; i < req->nheaders; i++)
         MHD_add_response_header(resp, req->headers[i].name, req->headers[i].value);
     if (atomic_load(&req->srv->draining))
@@ -810,9 +818,32 @@ static void refuse_body_too_big(fg_req_t *req) {
                      req->body_limit);
 }
 
+/* A CORS preflight of a known path: 204 with what the page may do, 403 for an origin that is
+ * not allowed (cors.c). */
+static void cors_preflight(fg_req_t *req, const char *origin) {
+    if (!fg_cors_allowed(&req->srv->opts, origin)) {
+        fg_reply_problem(req, FG_PROBLEM_FORBIDDEN,
+                         "origin %.128s may not call fleetgate (cors.allowed_origins)", origin);
+        return;
+    }
+    char age[16];
+    snprintf(age, sizeof age, "%u", req->srv->opts.cors_max_age_s);
+    fg_req_add_header(req, "Access-Control-Allow-Methods", req->match.allow);
+    fg_req_add_header(req, "Access-Control-Allow-Headers", FG_CORS_ALLOW_HEADERS);
+    fg_req_add_header(req, "Access-Control-Max-Age", age);
+    fg_reply_static(req, 204, "text/plain", "", 0);
+}
+
 /* The last call: generic checks, then the handler. */
 static void dispatch(fg_req_t *req) {
     const fg_route_t *route = req->match.route;
+    const char *origin = fg_req_header(req, "Origin");
+    if (req->match_rc == FG_EINVAL &&
+        fg_cors_is_preflight(req->method, origin,
+                             fg_req_header(req, "Access-Control-Request-Method"))) {
+        cors_preflight(req, origin);
+        return;
+    }
     if (req->refused_draining) {
         fg_reply_problem(req, FG_PROBLEM_SHUTTING_DOWN,
                          "fleetgate is draining; retry on another replica");

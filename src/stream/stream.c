@@ -199,6 +199,8 @@ static void source_done(void *ud, fg_kube_watch_t *w, int rc, const fg_kube_erro
 static void stop_source(stream_t *st) {
     if (st->group != NULL)
         fg_group_stop(st);
+    if (st->sse != NULL)
+        fg_sse_stop(st);
     if (st->up != NULL) {
         fg_kube_watch_free(st->up);
         st->up = NULL;
@@ -225,11 +227,16 @@ static void end_stream(stream_t *st, bool abort, const char *why, fg_problem_t k
     fg_http_stream_wake(st->http);
 }
 
+void fg_stream_end(stream_t *st, bool abort, const char *why) {
+    end_stream(st, abort, why, FG_PROBLEM_INTERNAL, why);
+}
+
 static void stream_free(stream_t *st) {
     stop_source(st);
     fg_http_stream_release(st->http);
     pthread_mutex_destroy(&st->mu);
     fg_group_free(st->group);
+    fg_sse_free(st->sse);
     free(st->buf);
     free(st->path);
     free(st->cluster);
@@ -247,6 +254,10 @@ static void start(fg_streams_t *ss, stream_t *st) {
     ss->all = st;
     if (st->group != NULL) {
         fg_group_start(ss, st);
+        return;
+    }
+    if (st->sse != NULL) {
+        fg_sse_start(ss, st);
         return;
     }
     if (fg_kube_stream_new(&st->up, st->client, st->path, source_data, source_done, st) != FG_OK ||
@@ -365,6 +376,11 @@ static bool run_commands(fg_streams_t *ss) {
                     fg_kube_stream_resume(st->up); /* may call source_data at once */
                 if (st->group != NULL)
                     fg_group_resume(st);
+                if (st->sse != NULL)
+                    fg_sse_deliver(ss, st);
+                break;
+            case CMD_SSE_WAKE:
+                fg_sse_wake(ss);
                 break;
             case CMD_CLOSED:
                 closed(ss, st);
@@ -464,6 +480,7 @@ static void *loop_main(void *arg) {
                 if (g->group != NULL)
                     fg_group_tick(ss, g);
             fg_exec_tick(ss);
+            fg_sse_tick(ss);
         }
     }
     return NULL;
@@ -566,6 +583,7 @@ void fg_streams_free(fg_streams_t *ss) {
     while (ss->all != NULL)
         closed(ss, ss->all);
     fg_exec_free_all(ss);
+    fg_sse_hub_free(ss->sse_hub);
     fg_kube_loop_free(ss->kloop);
     for (size_t i = 0; i < ss->nclients; i++)
         fg_kube_client_free(ss->clients[i]);
@@ -630,6 +648,11 @@ int fg_stream_start_kube(fg_streams_t *ss, fg_req_t *req, const char *cluster, c
     st->client = client;
     st->path = fg_xstrdup(path);
     st->cluster = fg_xstrdup(cluster);
+    return hand_over(ss, req, st, opts);
+}
+
+int fg_stream_hand_over(fg_streams_t *ss, fg_req_t *req, stream_t *st,
+                        const fg_stream_opts_t *opts) {
     return hand_over(ss, req, st, opts);
 }
 

@@ -25,6 +25,7 @@ typedef enum {
     CMD_STOP,
     CMD_EXEC_START, /* st is an fg_exec_t */
     CMD_JOB_DONE,   /* st is a job_t the worker ran */
+    CMD_SSE_WAKE,   /* the change hub has new events (sse.c) */
 } cmd_kind_t;
 
 typedef struct cmd {
@@ -67,6 +68,7 @@ struct stream {
     fg_kube_watch_t *up;
     struct group *group; /* an app's pods (group.c); NULL for one source. Set before the loop
                             has the stream, then the loop's */
+    struct sse *sse;     /* a change stream (sse.c); NULL otherwise. The same ownership */
     stream_t *prev, *next;
 };
 
@@ -92,6 +94,7 @@ struct fg_streams {
     struct job *jobs_head, *jobs_tail;
     bool worker_stop;
     fg_metric_t *m_open, *m_ended;
+    struct sse_hub *sse_hub; /* the change streams' hub (sse.c); made by the first one, under mu */
 };
 
 /* Queues a command for the loop thread (thread-safe). */
@@ -115,6 +118,23 @@ void fg_group_stop(stream_t *st);   /* stops every source */
 void fg_group_resume(stream_t *st); /* unpauses the paused sources */
 void fg_group_tick(fg_streams_t *ss, stream_t *st);
 void fg_group_free(struct group *g);
+
+/* Parks req with st as its stream (st's source fields set): FG_OK, or an error having replied
+ * (st freed). stream.c. */
+int fg_stream_hand_over(fg_streams_t *ss, fg_req_t *req, stream_t *st,
+                        const fg_stream_opts_t *opts);
+/* Ends st from the loop thread: abort cuts the body, otherwise it ends cleanly (stream.c). */
+void fg_stream_end(stream_t *st, bool abort, const char *why);
+
+/* sse.c (change streams), on the loop thread: */
+void fg_sse_start(fg_streams_t *ss, stream_t *st);
+void fg_sse_deliver(fg_streams_t *ss, stream_t *st); /* copies what fits into st's buffer */
+void fg_sse_wake(fg_streams_t *ss);                  /* CMD_SSE_WAKE: deliver to every one */
+void fg_sse_tick(fg_streams_t *ss);                  /* keep-alives, and delivery */
+void fg_sse_stop(stream_t *st);                      /* leaves the hub; idempotent */
+void fg_sse_free(struct sse *x);
+/* After the loop stopped: the hub's thread and memory. */
+void fg_sse_hub_free(struct sse_hub *h);
 
 /* exec.c, on the loop thread: */
 void fg_exec_begin(fg_streams_t *ss, fg_exec_t *x); /* CMD_EXEC_START */

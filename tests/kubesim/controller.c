@@ -1456,7 +1456,8 @@ static void expire_events(ks_cluster_t *c, int64_t now) {
     snap(c, "Event", &evs);
     for (size_t i = 0; i < evs.n; i++) {
         int64_t last = parse_ts(jstr(evs.json[i], "lastTimestamp"));
-        if (last < 0 || now - last < EVENT_TTL_MS)
+        int64_t ttl = c->timing.event_ttl_ms > 0 ? c->timing.event_ttl_ms : EVENT_TTL_MS;
+        if (last < 0 || now - last < ttl)
             continue;
         obj_path(path, sizeof(path), "/api/v1", jstr(evs.json[i], "metadata.namespace"), "events",
                  jstr(evs.json[i], "metadata.name"), NULL);
@@ -1507,7 +1508,10 @@ void ks_ctrl_tick(ks_cluster_t *c) {
             kubelet(c, p, &nodes, now);
     }
     free(fits);
-    if (c->ctrl != NULL && now - c->ctrl->last_event_gc_ms >= EVENT_GC_MS) {
+    int64_t gc_ms = c->timing.event_ttl_ms > 0 && c->timing.event_ttl_ms < EVENT_GC_MS
+                        ? c->timing.event_ttl_ms
+                        : EVENT_GC_MS;
+    if (c->ctrl != NULL && now - c->ctrl->last_event_gc_ms >= gc_ms) {
         expire_events(c, now);
         c->ctrl->last_event_gc_ms = now;
     }

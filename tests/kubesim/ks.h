@@ -258,6 +258,7 @@ typedef struct {
     int64_t run_ms;           /* how long a Job pod runs before it ends */
     int64_t heartbeat_ms;     /* node Ready heartbeat period */
     double log_lines_per_sec; /* generated log lines per container */
+    int64_t event_ttl_ms;     /* events not seen for this long are deleted (0: 1 h) */
 } ks_timing_t;
 
 typedef struct ks_churn ks_churn_t;

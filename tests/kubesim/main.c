@@ -39,6 +39,7 @@ typedef struct {
     int64_t heartbeat_ms;
     int64_t log_lps;
     int64_t no_controllers;
+    int64_t event_ttl_ms;
 } opts_t;
 
 /* Integer flags: name, range, target offset (a table, so a flag is one row). */
@@ -62,6 +63,7 @@ static const struct {
     {"--heartbeat-ms", 100, 3600000, offsetof(opts_t, heartbeat_ms)},
     {"--log-lines-per-second", 0, 10000, offsetof(opts_t, log_lps)},
     {"--no-controllers", 0, 1, offsetof(opts_t, no_controllers)},
+    {"--event-ttl-ms", 1, 86400000, offsetof(opts_t, event_ttl_ms)},
 };
 
 static void usage(FILE *f) {
@@ -71,7 +73,8 @@ static void usage(FILE *f) {
             "               [--seed-nodes N] [--seed-pods M] [--seed-namespace NS]\n"
             "               [--nodes N] [--node-cpu CORES] [--node-memory-gi GI] [--node-gpus N]\n"
             "               [--pod-start-ms MS] [--job-run-ms MS] [--heartbeat-ms MS]\n"
-            "               [--log-lines-per-second N] [--no-controllers 1]\n");
+            "               [--log-lines-per-second N] [--no-controllers 1]\n"
+            "               [--event-ttl-ms MS]\n");
 }
 
 static int int_flag(const char *name, const char *v, int64_t min, int64_t max, int64_t *out) {
@@ -315,7 +318,8 @@ int main(int argc, char **argv) {
         clusters[i]->timing = (ks_timing_t){.start_ms = o.pod_start_ms,
                                             .run_ms = o.job_run_ms,
                                             .heartbeat_ms = o.heartbeat_ms,
-                                            .log_lines_per_sec = (double)o.log_lps};
+                                            .log_lines_per_sec = (double)o.log_lps,
+                                            .event_ttl_ms = o.event_ttl_ms};
         if (!o.no_controllers && ks_ctrl_start(clusters[i], &node_specs[i]) != FG_OK) {
             fprintf(stderr, "kubesim: %s: cannot start the controllers\n", clusters[i]->name);
             goto out;

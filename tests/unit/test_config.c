@@ -150,6 +150,14 @@ static const struct {
     {"{\"tls\": {\"advertise_url\": \"http://h:1\", \"cert_file\": \"/nonexistent\"}}",
      "t.json: tls.advertise_url: not an https:// URL (got \"http://h:1\")\n"
      "t.json: tls.cert_file: cannot read this file (got \"/nonexistent\")\n"},
+    {"{\"cors\": {\"allowed_origins\": [\"http://localhost:5173\", \"http://a/b\", \"*\"]}}",
+     "t.json: cors.allowed_origins[1]: must be an origin: http(s)://HOST[:PORT], the host in lower "
+     "case, no path (got \"http://a/b\")\n"
+     "t.json: cors.allowed_origins[2]: must be an origin: http(s)://HOST[:PORT], no path (got "
+     "\"*\")\n"},
+    {"{\"insights\": {\"events_max_per_project\": 5, \"changes_keepalive_s\": 0}}",
+     "t.json: insights.events_max_per_project: must be from 10 to 1000000 (got 5)\n"
+     "t.json: insights.changes_keepalive_s: must be from 1 to 300 (got 0)\n"},
     /* Several problems are all reported, in file order. */
     {"{\"workers\": 0, \"listen\": \"h\", \"bogus\": true}",
      "t.json: workers: must be from 1 to 256 (got 0)\n"

@@ -1,0 +1,69 @@
+/* cache/insight_feed.c: the insights feed of the informers (cache_internal.h): the commands that
+ * fold a cluster's Event into its project's timeline (cache/insight_event.lua) and that add a
+ * watch event to its project's change stream (cache/insight_change.lua). */
+#include "cache_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* An event's time member as Unix ms; dflt when absent or not an RFC 3339 time. */
+static int64_t time_of(const json_t *t, const char *key, int64_t dflt) {
+    const char *s = json_string_value(json_object_get(t, key));
+    int64_t ms;
+    if (s == NULL || fg_parse_time_ms(s, strlen(s), &ms) != FG_OK)
+        return dflt;
+    return ms;
+}
+
+bool insight_event_cmd(insight_event_cmd_t *cmd, const char *sha1, const fg_insights_conf_t *conf,
+                       const char *cluster, const json_t *t, const char *text, size_t len) {
+    const char *project = json_string_value(json_object_get(t, "project"));
+    if (project == NULL || project[0] == '\0')
+        return false;
+    int64_t now = fg_wall_ms();
+    int64_t last = time_of(t, "lastTime", now);
+    int64_t first = time_of(t, "firstTime", last);
+    fg_cache_key_events(&cmd->ev, project);
+    fg_cache_key_events_order(&cmd->evx, project);
+    fg_cache_key_objects(&cmd->pods, "pod", cluster, project);
+    snprintf(cmd->first, sizeof cmd->first, "%lld", (long long)first);
+    snprintf(cmd->last, sizeof cmd->last, "%lld", (long long)last);
+    snprintf(cmd->now, sizeof cmd->now, "%lld", (long long)now);
+    snprintf(cmd->max_age, sizeof cmd->max_age, "%lld", (long long)conf->events_max_age_s * 1000);
+    snprintf(cmd->max_n, sizeof cmd->max_n, "%lld", (long long)conf->events_max_per_project);
+    const char *a[INSIGHT_EVENT_ARGC] = {"EVALSHA",  sha1,        "3",          cmd->ev.s,
+                                         cmd->evx.s, cmd->pods.s, text,         cmd->first,
+                                         cmd->last,  cmd->now,    cmd->max_age, cmd->max_n};
+    memcpy(cmd->argv, a, sizeof a);
+    for (int i = 0; i < INSIGHT_EVENT_ARGC; i++)
+        cmd->lens[i] = strlen(a[i]);
+    cmd->lens[6] = len;
+    return true;
+}
+
+/* The API's name of the kinds that have a change stream (ObjectKind), by fg_kind_t. */
+static const char *const api_kinds[FG_KIND_COUNT] = {
+    [FG_KIND_POD] = "Pod",         [FG_KIND_APP] = "App",       [FG_KIND_JOBSET] = "JobSet",
+    [FG_KIND_CRONJOB] = "CronJob", [FG_KIND_SCALER] = "Scaler", [FG_KIND_PROJECT] = "Project",
+};
+
+bool insight_change_cmd(insight_change_cmd_t *cmd, const char *sha1, const fg_insights_conf_t *conf,
+                        const fg_kube_kind_info_t *ki, const char *cluster, const char *name,
+                        const char *scope, const char *text, size_t len, const char *version) {
+    const char *kind = api_kinds[ki->kind];
+    const char *project = ki->kind == FG_KIND_PROJECT ? name : scope;
+    if (kind == NULL || project == NULL || version == NULL)
+        return false;
+    fg_cache_key_objects(&cmd->objects, ki->name, cluster, scope);
+    fg_cache_key_changes(&cmd->stream, project);
+    fg_format_time_ms(fg_wall_ms(), cmd->time, sizeof cmd->time);
+    snprintf(cmd->maxlen, sizeof cmd->maxlen, "%lld", (long long)conf->changes_max_per_project);
+    const char *a[INSIGHT_CHANGE_ARGC] = {
+        "EVALSHA", sha1,    "2",     cmd->objects.s, cmd->stream.s, name,    text,
+        kind,      cluster, version, cmd->time,      cmd->maxlen,   ki->name};
+    memcpy(cmd->argv, a, sizeof a);
+    for (int i = 0; i < INSIGHT_CHANGE_ARGC; i++)
+        cmd->lens[i] = strlen(a[i]);
+    cmd->lens[6] = len;
+    return true;
+}
