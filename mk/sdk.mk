@@ -30,4 +30,19 @@ sdk-test-ts: sdk-ts $(SDK_STACK_PREREQS)
 	@echo "== TypeScript SDK: fleetgate's own 429"
 	@SDK_READ_PER_MINUTE=120 SDK_READ_BURST=2 tests/sdk/stack.sh node --test-reporter=spec tests/sdk/ts_ratelimit_test.js
 
-sdk-test: sdk-test-ts
+sdk-test-cli: build/bin/fgctl $(SDK_STACK_PREREQS)
+	@echo "== fgctl against a live fleetgate"
+	@SDK_SEED_PODS=40 tests/sdk/stack.sh tests/sdk/cli_test.sh
+
+sdk-test: sdk-test-ts sdk-test-cli
+
+# fgctl: a launcher in build/bin that runs cli/fgctl.js with the SDK of this tree; completion
+# scripts next to it (build/share/fgctl/fgctl.{bash,zsh}). Nothing is installed globally.
+cli: build/bin/fgctl
+
+build/bin/fgctl: cli/fgctl.js sdk-ts
+	@mkdir -p build/bin build/share/fgctl
+	@printf '#!/bin/sh\nexec node "%s/cli/fgctl.js" "$$@"\n' "$(CURDIR)" > $@.tmp && chmod 755 $@.tmp && mv $@.tmp $@
+	@$@ completion bash > build/share/fgctl/fgctl.bash
+	@$@ completion zsh > build/share/fgctl/fgctl.zsh
+	@echo "cli: $@ (completion: source build/share/fgctl/fgctl.bash or fgctl.zsh)"

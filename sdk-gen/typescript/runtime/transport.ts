@@ -75,8 +75,10 @@ export function backoffMs(retry: number, base: number, cap: number): number {
 }
 
 function errorCode(e: unknown): string {
-  const c = (e as { cause?: { code?: string } })?.cause?.code ?? (e as { code?: string })?.code;
-  return c ?? (e instanceof Error ? e.name : 'error');
+  type Coded = { code?: string; message?: string; cause?: Coded; errors?: Coded[] };
+  const x = e as Coded;
+  const c = x?.cause?.code ?? x?.cause?.errors?.[0]?.code ?? x?.code;
+  return c ?? x?.cause?.message ?? (e instanceof Error ? e.message : 'error');
 }
 
 export function makeTransport(opts: TransportOptions): typeof fetch {
