@@ -34,7 +34,11 @@ sdk-test-cli: build/bin/fgctl $(SDK_STACK_PREREQS)
 	@echo "== fgctl against a live fleetgate"
 	@SDK_SEED_PODS=40 tests/sdk/stack.sh tests/sdk/cli_test.sh
 
-sdk-test: sdk-test-ts sdk-test-cli
+sdk-test-py: sdk-py $(SDK_STACK_PREREQS)
+	@echo "== Python SDK against a live fleetgate (1,000 pods)"
+	@SDK_SEED_PODS=1000 tests/sdk/stack.sh $(SYS_PYTHON) -W ignore::ResourceWarning tests/sdk/test_py_sdk.py
+
+sdk-test: sdk-test-ts sdk-test-py sdk-test-cli
 
 # fgctl: a launcher in build/bin that runs cli/fgctl.js with the SDK of this tree; completion
 # scripts next to it (build/share/fgctl/fgctl.{bash,zsh}). Nothing is installed globally.

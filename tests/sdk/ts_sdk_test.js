@@ -115,8 +115,13 @@ test('writes: projects and apps, each verb', async (t) => {
   assert.equal(a.status, 201);
   assert.equal(a.data.name, app);
   const path = { project: P, app };
-  const got = await fg.ops.getApp({ path });
-  const put = await fg.ops.replaceApp({ path, body: { ...appBody(app, 3) }, headers: { 'If-Match': got.etag } });
+  // the controller moves the app's status (and version) on: read again when If-Match loses
+  let put;
+  for (let i = 0; i < 10 && !put; i++) {
+    const got = await fg.ops.getApp({ path });
+    put = await fg.ops.replaceApp({ path, body: { ...appBody(app, 3) }, headers: { 'If-Match': got.etag } })
+      .catch((e) => { if (e instanceof sdk.PreconditionFailedError) return new Promise((r) => setTimeout(r, 200)); throw e; });
+  }
   assert.equal(put.data.spec.replicas, 3);
   const patched = await fg.ops.patchApp({ path, body: { labels: { team: 'sdk2' } } });
   assert.equal(patched.data.labels.team, 'sdk2');
