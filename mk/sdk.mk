@@ -50,3 +50,6 @@ build/bin/fgctl: cli/fgctl.js sdk-ts
 	@$@ completion bash > build/share/fgctl/fgctl.bash
 	@$@ completion zsh > build/share/fgctl/fgctl.zsh
 	@echo "cli: $@ (completion: source build/share/fgctl/fgctl.bash or fgctl.zsh)"
+
+bench-sdk: $(SDK_STACK_PREREQS)
+	tests/bench/sdk_bench.sh
