@@ -49,6 +49,7 @@ struct fg_audit {
 };
 
 static void *flusher_main(void *arg);
+static void flush_folds(fg_audit_t *a, bool all);
 
 static int open_path(const char *path, int *fd_out) {
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
@@ -87,6 +88,9 @@ void fg_audit_close(fg_audit_t *a) {
     pthread_cond_signal(&a->fold_cv);
     pthread_mutex_unlock(&a->fold_mu);
     pthread_join(a->flusher, NULL); /* it writes what it still holds before it returns */
+    /* ... unless it had not yet taken the lock when stopping was set: what it did not write is
+     * written here, so no folded line is lost or leaked. */
+    flush_folds(a, true);
     free(a->folds);
     pthread_cond_destroy(&a->fold_cv);
     pthread_mutex_destroy(&a->fold_mu);
