@@ -30,8 +30,8 @@ pick_port() { # VAR: a random high port nothing answers on (and not handed out b
     done
 }
 
-wait_http() { # URL [HEADER]
-    for _ in $(seq 1 100); do
+wait_http() { # URL [HEADER]: up to 30 s (a daemon starts slowly on a machine at load 15+)
+    for _ in $(seq 1 600); do
         curl -fsS -o /dev/null ${2:+-H "$2"} "$1" 2>/dev/null && return 0
         sleep 0.05
     done
