@@ -10,3 +10,10 @@ DEB_PKGS += python3-websocket
 .PHONY: bench-stream
 bench-stream: all
 	FG_BUILD=$(BUILD) tests/bench/stream_bench.sh $(or $(STREAMS),1000) $(or $(SECONDS),15)
+
+# make bench-exec: tests/bench/exec_bench.sh (not in `make test`): the exec round trip (a stdin
+# byte to its echo on stdout) through fleetgate against straight to kubesim, p50/p99 and ratios,
+# 3 runs. ROUND_TRIPS changes the count (500).
+.PHONY: bench-exec
+bench-exec: all
+	FG_BUILD=$(BUILD) tests/bench/exec_bench.sh $(or $(ROUND_TRIPS),500)

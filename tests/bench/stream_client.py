@@ -10,6 +10,7 @@ Each line carries kubesim's timestamp (timestamps=true: the time the line was du
 is the time it arrived minus that. Prints JSON: lines, p50/p99 latency in ms, RSS figures."""
 import calendar
 import json
+import os
 import selectors
 import socket
 import ssl
@@ -41,7 +42,7 @@ class Reader:
             if end < 0:
                 return
             if not self.buf.startswith(b"HTTP/1.") or b" 200 " not in self.buf[:16]:
-                raise SystemExit("answer: %r" % self.buf[:200])
+                raise SystemExit("answer: %r" % self.buf[:1200])
             self.buf, self.head = self.buf[end + 4:], False
         *lines, self.buf = self.buf.split(b"\n")
         for l in lines:
@@ -55,6 +56,14 @@ def rss_kb(pid):
             if l.startswith("VmRSS:"):
                 return int(l.split()[1])
     return 0
+
+
+def cpu_s(pid):
+    """The process's CPU time (user + system), in seconds: a figure the machine's load (other
+    processes) does not inflate, unlike latencies."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def direct(url, token, ca, n, seconds):
@@ -110,6 +119,7 @@ def gate(host, port, token, n, seconds, pidfile):
     open_s = time.time() - t_open
     t_end = time.time() + seconds
     rss1, measured = None, False
+    cpu0, lines0 = None, 0
     while time.time() < t_end:
         for key, _ in sel.select(timeout=0.2):
             d = key.fileobj.recv(65536)
@@ -119,6 +129,8 @@ def gate(host, port, token, n, seconds, pidfile):
             key.data.feed(d, time.time())
         if not measured and time.time() > t0 + 2:
             rss1, measured = rss_kb(pid), True
+            cpu0, lines0 = cpu_s(pid), len(lat)
+    cpu1, lines1 = cpu_s(pid), len(lat)
     rss2 = rss_kb(pid)
     live = len(sel.get_map())
     for s in socks:
@@ -126,7 +138,9 @@ def gate(host, port, token, n, seconds, pidfile):
     print(json.dumps({"streams": n, "live_at_end": live, "open_s": round(open_s, 2),
                       "lines": len(lat), "p50_ms": pct(lat, 0.5), "p99_ms": pct(lat, 0.99),
                       "rss_before_kb": rss0, "rss_open_kb": rss1, "rss_end_kb": rss2,
-                      "rss_per_stream_kb": round(((rss1 or rss2) - rss0) / n, 1)}))
+                      "rss_per_stream_kb": round(((rss1 or rss2) - rss0) / n, 1),
+                      "cpu_us_per_line": round((cpu1 - cpu0) * 1e6 / max(1, lines1 - lines0), 1)
+                      if cpu0 is not None else None}))
 
 
 if sys.argv[1] == "direct":
