@@ -976,6 +976,21 @@ START_TEST(reconciler_moves_apps_off_an_unreachable_cluster) {
 }
 END_TEST
 
+/* A delete that one cluster failed (503) is completed by the reconciler, never undone. */
+START_TEST(reconciler_finishes_a_failed_delete) {
+    create_quota_project();
+    create_spread_app("gone");
+    ck_assert_int_eq(tk_faults(&ks, 2, "{\"errorRate\": 1, \"errorStatus\": 503}"), 0);
+    th_resp_t r;
+    long st = call("DELETE", "/v1/projects/shop/apps/gone", dev, NULL, NULL, true, &r);
+    th_resp_free(&r);
+    ck_assert_int_eq(tk_faults(&ks, 2, "{}"), 0);
+    ck_assert_int_eq(st, 502);
+    long want[3] = {-1, -1, -1}, got[3];
+    ck_assert_msg(converges("gone", want, 40, got), "c0 %ld c1 %ld c2 %ld", got[0], got[1], got[2]);
+}
+END_TEST
+
 /* What happened to the Deployments behind fleetgate's back (one deleted, one scaled) is undone:
  * the placement the last write recorded is applied again. */
 START_TEST(reconciler_restores_the_recorded_placement) {
@@ -1119,6 +1134,7 @@ static Suite *writes_suite(void) {
     tcase_set_timeout(tr, 120);
     tcase_add_test(tr, reconciler_moves_apps_off_a_drained_cluster);
     tcase_add_test(tr, reconciler_moves_apps_off_an_unreachable_cluster);
+    tcase_add_test(tr, reconciler_finishes_a_failed_delete);
     tcase_add_test(tr, reconciler_restores_the_recorded_placement);
     suite_add_tcase(s, tr);
     TCase *tq = tcase_create("quota");
