@@ -457,14 +457,26 @@ int fg_api_delete_app(fg_req_t *req) {
         return FG_OK;
     fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
     fg_fed_outcome_t o[FG_FED_MAX_CLUSTERS];
-    size_t n = app_writes(&a, FG_KUBE_DELETE, NULL, w);
+    /* Marked first, then deleted: a delete that some cluster failed is completed by the
+     * reconciler (a marked app only ever goes), never undone by it. */
+    json_t *mark = json_pack("{s:{s:{s:s}}}", "metadata", "labels", AS_DELETING_LABEL, "true");
+    json_t *marks[FG_FED_MAX_CLUSTERS];
+    size_t n = app_writes(&a, FG_KUBE_PATCH, NULL, w);
+    for (size_t i = 0; i < n; i++)
+        marks[i] = mark;
+    app_writes(&a, FG_KUBE_PATCH, marks, w);
     int rc = FG_OK;
-    if (wr_audit_or_reply(req, "delete the app's Deployments") &&
-        wr_fanout_or_reply(req, w, n, o)) {
+    memset(o, 0, sizeof o);
+    bool marked =
+        wr_audit_or_reply(req, "delete the app's Deployments") && wr_fanout_or_reply(req, w, n, o);
+    fg_fed_outcomes_clear(o, n);
+    app_writes(&a, FG_KUBE_DELETE, NULL, w);
+    if (marked && wr_fanout_or_reply(req, w, n, o)) {
         wr_wait_applied(req, w, o, n, "app", DEPLOYMENTS, a.project, a.name, true);
         rc = fg_reply_static(req, 204, "application/json", "", 0);
     }
     fg_fed_outcomes_clear(o, n);
+    json_decref(mark);
     rd_objs_free(a.objs, a.c.nparts);
     return rc;
 }

@@ -47,13 +47,14 @@ json_t *as_deployment(const json_t *app, const char *project, int64_t replicas, 
  * the labels fleetgate.io/write (a hash of the spec and the shards: the same on every Deployment
  * of one write), fleetgate.io/share (this cluster's replicas) and fleetgate.io/shards (how many
  * Deployments the write left). metadata's annotations must hold fleetgate.io/spec already. */
-#define AS_WRITE_LABEL   "fleetgate.io/write"
-#define AS_SHARE_LABEL   "fleetgate.io/share"
-#define AS_SHARDS_LABEL  "fleetgate.io/shards"
-#define AS_SHARDS_ANN    "fleetgate.io/shards"
-#define AS_SPEC_ANN      "fleetgate.io/spec"
-#define AS_SPEC_AT_ANN   "fleetgate.io/spec-at" /* Unix ms of the last write (user or reconciler) */
-#define AS_STOPPED_LABEL "fleetgate.io/stopped" /* "true" between stop and resume */
+#define AS_WRITE_LABEL    "fleetgate.io/write"
+#define AS_SHARE_LABEL    "fleetgate.io/share"
+#define AS_SHARDS_LABEL   "fleetgate.io/shards"
+#define AS_SHARDS_ANN     "fleetgate.io/shards"
+#define AS_SPEC_ANN       "fleetgate.io/spec"
+#define AS_SPEC_AT_ANN    "fleetgate.io/spec-at" /* Unix ms of the last write (user or reconciler) */
+#define AS_DELETING_LABEL "fleetgate.io/deleting" /* "true": a delete began */
+#define AS_STOPPED_LABEL  "fleetgate.io/stopped"  /* "true" between stop and resume */
 void as_mark(json_t *metadata, const json_t *shards, const char *cluster);
 /* The fleetgate.io/write label of a spec (its annotation text) and shards. */
 void as_write_hash(const char *spec_text, const json_t *shards, char out[17]);

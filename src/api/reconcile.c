@@ -21,8 +21,9 @@
  * Deployment where the cluster missed the newest write), a DELETE where dropped. Patches and PUTs
  * carry the resourceVersion read, so a user's write in between wins and the next pass looks
  * again. A cluster that cannot be reached keeps its Deployment until it is back; then it is one
- * too many and goes. Stopped apps (fleetgate.io/stopped) and apps written before these labels
- * existed are left alone.
+ * too many and goes. An app whose delete began (fleetgate.io/deleting, set on every Deployment
+ * before any is deleted) is deleted where it is left, never made again. Stopped apps
+ * (fleetgate.io/stopped) and apps written before these labels existed are left alone.
  */
 #include "api_internal.h"
 #include "appspec.h"
@@ -53,7 +54,7 @@ struct rc_apps {
 
 /* One cached Deployment of an app. */
 typedef struct {
-    bool held, stopped, scaled;
+    bool held, stopped, scaled, deleting;
     int64_t desired, share, shards;
     char write[17];
 } shard_t;
@@ -131,9 +132,11 @@ static void file_app(const json_t *o, size_t c, app_t **apps, size_t *napps, jso
     }
     shard_t *s = &(*apps)[i].at[c];
     const char *w = json_string_value(json_object_get(labels, AS_WRITE_LABEL));
-    const char *stopped = json_string_value(json_object_get(labels, AS_STOPPED_LABEL));
+    const char *stopped = json_string_value(json_object_get(labels, AS_STOPPED_LABEL)),
+               *deleting = json_string_value(json_object_get(labels, AS_DELETING_LABEL));
     s->held = true;
     s->stopped = stopped != NULL && strcmp(stopped, "true") == 0;
+    s->deleting = deleting != NULL && strcmp(deleting, "true") == 0;
     s->desired = json_integer_value(json_object_get(json_object_get(o, "replicas"), "desired"));
     s->share = label_int(labels, AS_SHARE_LABEL);
     s->shards = label_int(labels, AS_SHARDS_LABEL);
@@ -225,6 +228,8 @@ static bool needs_work(const app_t *a, const fleet_t *f) {
         if (!s->held)
             continue;
         held++;
+        if (s->deleting)
+            return true; /* a delete some cluster failed: finish it */
         if (s->stopped || s->write[0] == '\0' || s->shards < 0 || s->share < 0)
             return false; /* stopped, or written before the labels: left alone */
         differ = differ || (write && strcmp(write, s->write) != 0) ||
@@ -352,7 +357,41 @@ static json_t *write_meta(const char *spec_text, const json_t *target, const cha
     return meta;
 }
 
+/* Deletes what is left of an app whose delete began (fleetgate.io/deleting on a Deployment). */
+static void finish_delete(struct rc_apps *r, const fleet_t *f, const app_t *a) {
+    fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
+    fg_fed_outcome_t out[FG_FED_MAX_CLUSTERS];
+    char path[384];
+    snprintf(path, sizeof path, "/apis/apps/v1/namespaces/%s/deployments/%s", a->project, a->name);
+    size_t n = 0;
+    for (size_t c = 0; c < f->n; c++)
+        if (a->at[c].held && !f->down[c])
+            w[n++] = (fg_fed_write_t){.cluster = f->cl[c].name,
+                                      .method = FG_KUBE_DELETE,
+                                      .path = path,
+                                      .absent_ok = true};
+    if (n == 0)
+        return;
+    size_t failed = fg_fed_write_all(r->api->fed, w, n, RC_DEADLINE_MS, out);
+    r->writes += n - failed;
+    FG_LOG(failed ? FG_LOG_WARN : FG_LOG_INFO, NULL,
+           "reconciler: app %s/%s: its delete finished in %zu of %zu clusters", a->project, a->name,
+           n - failed, n);
+    fg_fed_outcomes_clear(out, n);
+}
+
+static bool deleting(const app_t *a, const fleet_t *f) {
+    for (size_t c = 0; c < f->n; c++)
+        if (a->at[c].held && a->at[c].deleting)
+            return true;
+    return false;
+}
+
 static void reconcile_app(struct rc_apps *r, const fleet_t *f, const app_t *a) {
+    if (deleting(a, f)) {
+        finish_delete(r, f, a);
+        return;
+    }
     fg_fed_t *fed = r->api->fed;
     fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
     fg_fed_outcome_t live[FG_FED_MAX_CLUSTERS], out[FG_FED_MAX_CLUSTERS];
