@@ -13,6 +13,9 @@
 #include <check.h>
 #include <hiredis/hiredis.h>
 #include <signal.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,7 +125,8 @@ static void setup(void) {
              "  \"audit_log\": \"%s/audit.log\"},"
              " \"rate_limits\": {\"enabled\": false},"
              " \"insights\": {\"events_max_per_project\": 40, \"changes_keepalive_s\": 1},"
-             " \"cors\": {\"allowed_origins\": [\"http://localhost:5173\"]}}",
+             " \"cors\": {\"allowed_origins\": [\"http://localhost:5173\"]},"
+             " \"streams\": {\"stall_timeout_s\": 2}}",
              redis.url, cl[0], cl[1], cl[2], keys.rsa_pub, keys.dir);
     char log[160];
     snprintf(log, sizeof log, "%s/daemon.log", keys.dir);
@@ -808,6 +812,80 @@ START_TEST(changes_drain_ends_streams_cleanly) {
 }
 END_TEST
 
+/* The value of a metric line of /metrics (-1 when absent). */
+static double metric(const char *line_prefix) {
+    th_resp_t r;
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/metrics", (unsigned)port);
+    ck_assert_int_eq(th_request("GET", url, NULL, NULL, -1, 0, &r), 0);
+    double v = -1;
+    char *want = fg_xasprintf("\n%s", line_prefix);
+    const char *p = strstr(r.body, want);
+    if (p != NULL)
+        v = strtod(p + strlen(want), NULL);
+    free(want);
+    th_resp_free(&r);
+    return v;
+}
+
+START_TEST(changes_slow_consumer_dropped) {
+    /* an app whose every change is a few KiB */
+    char body[8192];
+    size_t n = (size_t)snprintf(body, sizeof body,
+                                "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":"
+                                "{\"name\":\"slow\",\"labels\":{");
+    for (int i = 0; i < 60; i++)
+        n += (size_t)snprintf(body + n, sizeof body - n, "%s\"label-%02d\":\"%.60s\"", i ? "," : "",
+                              i, "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv");
+    snprintf(body + n, sizeof body - n,
+             "}},\"spec\":{\"replicas\":0,\"selector\":{\"matchLabels\":{\"run\":\"slow\"}},"
+             "\"template\":{\"metadata\":{\"labels\":{\"run\":\"slow\"}},\"spec\":{\"containers\":"
+             "[{\"name\":\"c\",\"image\":\"nginx:1\"}]}}}}");
+    ks_post(0, "/apis/apps/v1/namespaces/shop/deployments", body);
+    /* a client that asks and never reads (a small receive window) */
+    int fd = socket(AF_INET, SOCK_STREAM, 0), small = 4096;
+    ck_assert_int_ge(fd, 0);
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small); /* before connect: the window */
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    char *req = fg_xasprintf("GET /v1/projects/shop/changes?app=slow HTTP/1.1\r\nHost: t\r\n"
+                             "Authorization: Bearer %s\r\n\r\n",
+                             dev);
+    ck_assert_int_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+    free(req);
+    sleep_ms(500);
+    ck_assert_int_eq((int)metric("fleetgate_streams_open "), 1);
+    for (int i = 1; i <= 8000 && (i % 200 != 0 || metric("fleetgate_streams_open ") != 0); i++) {
+        char patch[96];
+        snprintf(patch, sizeof patch, "{\"metadata\":{\"labels\":{\"seq\":\"%d\"}}}", i);
+        ck_assert_int_eq(
+            tk_call(&ks, 0, "PATCH", "/apis/apps/v1/namespaces/shop/deployments/slow", patch, NULL),
+            200);
+    }
+    /* its buffer fills and stays full: dropped after streams.stall_timeout_s (2 s), while
+     * fleetgate keeps nothing more for it */
+    for (int waited = 0; metric("fleetgate_streams_open ") != 0; waited += 200) {
+        if (waited >= 15000) {
+            redisReply *x = redisCommand(rc, "XLEN fg:chg:shop");
+            redisReply *m = redisCommand(rc, "MEMORY USAGE fg:chg:shop");
+            static char got[1 << 20];
+            size_t gn = th_read_all(fd, got, sizeof got, 1000);
+            ck_abort_msg("the slow client was never dropped (stream %lld entries, %lld bytes; "
+                         "open %g; %zu bytes readable: %.600s)",
+                         x->integer, m->integer, metric("fleetgate_streams_open "), gn, got);
+        }
+        sleep_ms(200);
+    }
+    /* dropped for the stall (its buffer full for 2 s) or for falling a ring (4,096 events)
+     * behind, whichever came first */
+    double stalled = metric("fleetgate_streams_dropped_total{end=\"stalled\"} "),
+           lapped = metric("fleetgate_streams_dropped_total{end=\"slow-consumer\"} ");
+    ck_assert_msg(stalled >= 1 || lapped >= 1, "stalled %g, slow-consumer %g", stalled, lapped);
+    close(fd);
+}
+END_TEST
+
 /* ---- CORS ---------------------------------------------------------------------------- */
 
 static long raw(const char *method, const char *path, const char *const *hdrs, th_resp_t *r) {
@@ -907,6 +985,7 @@ static Suite *insights_suite(void) {
     tcase_add_test(ch, changes_refusals);
     tcase_add_test(ch, changes_drain_ends_streams_cleanly);
     tcase_add_test(ch, cors_preflight_and_exposed_headers);
+    tcase_add_test(ch, changes_slow_consumer_dropped);
     suite_add_tcase(s, ch);
     return s;
 }
