@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -435,6 +436,12 @@ static void check_stalls(fg_streams_t *ss) {
     for (stream_t *st = ss->all; st != NULL; st = st->next) {
         pthread_mutex_lock(&st->mu);
         bool stalled = st->up_paused && !st->abort && now - st->last_read_ns > limit;
+        /* libmicrohttpd writes nothing more to a client that reads nothing, so it would see the
+         * end only once the socket drains: shut the socket so the connection closes now. The
+         * fd is libmicrohttpd's and still open while req_done is false (sink_closed sets it
+         * under mu before the fd is closed). */
+        if (stalled && !st->req_done && st->fd >= 0)
+            shutdown(st->fd, SHUT_RDWR);
         pthread_mutex_unlock(&st->mu);
         if (stalled) {
             FG_LOG(FG_LOG_INFO, NULL,
