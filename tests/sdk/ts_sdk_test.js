@@ -71,9 +71,17 @@ test('every read operation', async (t) => {
     listClusters: {}, getCluster: { path: { cluster: clusters[0].name } },
     listEvents: { path: { project: P } }, listHistory: { path: { project: P } },
     getKubeconfig: { path: { project: P } }, getDocs: {},
+    // kubectl's surface, one Kubernetes server per member cluster
+    kubeApiVersions: { path: { cluster: pods[0].cluster } }, kubeApiGroups: { path: { cluster: pods[0].cluster } },
+    kubeCoreResources: { path: { cluster: pods[0].cluster } }, kubeVersion: { path: { cluster: pods[0].cluster } },
+    kubeGetNamespace: { path: { cluster: pods[0].cluster, project: P } },
+    kubeListPods: { path: { cluster: pods[0].cluster, project: P } },
+    kubeGetPod: { path: { cluster: pods[0].cluster, project: P, pod: pods[0].name } },
   };
   // every GET of the spec is here or is a stream/object tested below
+  // kubePodLog and kubeExecPod are streams the real kubectl drives (tests/integration/kubectl_fleetgate.sh)
   const covered = new Set([...Object.keys(reads), 'getPodLogs', 'getAppLogs', 'execPod', 'watchChanges',
+    'kubePodLog', 'kubeExecPod',
     'getJobSet', 'getCronJob', 'getScaler']);
   for (const [id, m] of Object.entries(operations))
     if (m.method === 'GET') assert.ok(covered.has(id), `read ${id} has no test`);
