@@ -139,8 +139,10 @@ done
 timeout 3 $FGCTL watch -p demo >"$work/watch.out" 2>"$work/err"; rc=$?
 if [ "$rc" = 3 ] && grep -q 'No such route' "$work/err"; then echo "ok - watch # SKIP the server does not route it yet"
 else
-    ( sleep 1; $FGCTL scale app svc-00001 --replicas 10 -p demo >/dev/null ) &
-    timeout 4 $FGCTL watch -p demo >"$work/watch.out" 2>"$work/err"
+    # two scales to different counts: one of them is a change whatever the count was
+    ( sleep 1; $FGCTL scale app svc-00001 --replicas 9 -p demo >/dev/null
+      sleep 0.5; $FGCTL scale app svc-00001 --replicas 10 -p demo >/dev/null ) &
+    timeout 5 $FGCTL watch -p demo >"$work/watch.out" 2>"$work/err"
     has "watch prints changes" "$(cat "$work/watch.out")" 'upsert'
 fi
 

@@ -53,7 +53,11 @@ free_port() { # VAR [COUNT]: COUNT consecutive free ports from a random base
     for ((i = 0; i < n; i++)); do used="$used$((p + i)) "; done
     printf -v "$1" '%s' "$p"
 }
-free_port redis_port; free_port ks_port "$clusters"; free_port fg_port
+free_port redis_port; free_port ks_port "$clusters"; free_port fg_port; free_port fg_tls_port
+# fleetgate's TLS listener (kubectl's surface; getKubeconfig answers only with one)
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+    -subj /CN=fleetgate-sdk-test -addext subjectAltName=IP:127.0.0.1,DNS:localhost \
+    -keyout "$tmp/tls.key" -out "$tmp/tls.crt" 2>/dev/null
 
 redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" \
     >"$tmp/redis.log" 2>&1 &
@@ -133,6 +137,8 @@ done
 start_fleetgate() {
 cat >"$tmp/fleetgate.json" <<JSON
 {"listen": "127.0.0.1:$fg_port", "workers": 4,
+ "tls": {"listen": "127.0.0.1:$fg_tls_port", "cert_file": "$tmp/tls.crt", "key_file": "$tmp/tls.key",
+         "ca_file": "$tmp/tls.crt"},
  "limits": {"max_connections": 2048, "max_connections_per_client": 2048},
  "redis": {"url": "redis://127.0.0.1:$redis_port/0", "timeout_ms": 3000},
  "log": {"level": "warn", "access_log": false},
@@ -160,7 +166,7 @@ kill -0 "$fg_pid" 2>/dev/null && curl -fsS -o /dev/null "$FLEETGATE_URL/healthz"
 for attempt in 1 2 3 4 5; do
     start_fleetgate && break
     [ "$attempt" = 5 ] && { cat "$tmp/fleetgate.log" >&2; echo "stack.sh: fleetgate did not start" >&2; exit 1; }
-    free_port fg_port
+    free_port fg_port; free_port fg_tls_port
 done
 # ready when every cluster's pods are in the cache: the list is complete (no cluster missing)
 want=$((seed_pods * clusters))

@@ -291,15 +291,37 @@ class PySdk(unittest.TestCase):
 
     def test_change_stream(self):
         fg = admin()
+        app = "py-sse-%d" % os.getpid()
+        got = threading.Event()
+
+        def change():  # changes in the project until the stream has shown one (10 s at most)
+            fg.create_app(P, app_body(app, 1))
+            for n in range(50):
+                if got.wait(0.2):
+                    return
+                fg.scale_app(P, app, {"replicas": 1 + n % 2})
+
         stream = fg.watch_changes(P, reconnect_delay=0.1)
+        writer = threading.Thread(target=change)
         try:
-            first = next(iter(stream))
+            it = iter(stream)
+            writer.start()
+            first = next(it)
         except fs.FleetgateError as e:
             if unrouted(e):
                 self.skipTest("watchChanges: the server does not route it yet (%d %s)" % (e.status, e.type))
             raise
+        finally:
+            got.set()
+            if writer.is_alive() or writer.ident:
+                writer.join()
+            stream.close()
+            try:
+                fg.delete_app(P, app)
+            except fs.FleetgateError:
+                pass
         self.assertTrue(first["id"])
-        stream.close()
+        self.assertIn(first["type"], ("upsert", "delete", "reset"))
 
 
 if __name__ == "__main__":
