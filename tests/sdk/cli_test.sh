@@ -139,10 +139,16 @@ done
 timeout 3 $FGCTL watch -p demo >"$work/watch.out" 2>"$work/err"; rc=$?
 if [ "$rc" = 3 ] && grep -q 'No such route' "$work/err"; then echo "ok - watch # SKIP the server does not route it yet"
 else
-    # two scales to different counts: one of them is a change whatever the count was
-    ( sleep 1; $FGCTL scale app svc-00001 --replicas 9 -p demo >/dev/null
-      sleep 0.5; $FGCTL scale app svc-00001 --replicas 10 -p demo >/dev/null ) &
-    timeout 5 $FGCTL watch -p demo >"$work/watch.out" 2>"$work/err"
+    # The watch starts from "now", and on a loaded machine node may take seconds to connect:
+    # scale to alternating counts until a change is printed (each scale is a change), bounded at 40 s.
+    timeout 45 $FGCTL watch -p demo >"$work/watch.out" 2>"$work/err" &
+    watch_pid=$!
+    for i in $(seq 1 40); do
+        $FGCTL scale app svc-00001 --replicas $((9 + i % 2)) -p demo >/dev/null 2>&1
+        grep -q upsert "$work/watch.out" && break
+        sleep 1
+    done
+    kill "$watch_pid" 2>/dev/null; wait "$watch_pid" 2>/dev/null
     has "watch prints changes" "$(cat "$work/watch.out")" 'upsert'
 fi
 
