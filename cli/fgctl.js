@@ -75,8 +75,9 @@ const KINDS = {
 const EVENTS_COLUMNS = [['LAST SEEN', (o) => age(o.lastAt ?? o.time)], ['TYPE', (o) => o.type ?? ''],
   ['REASON', (o) => o.reason ?? ''], ['OBJECT', (o) => (o.object ? `${o.object.kind ?? ''}/${o.object.name ?? ''}` : o.name ?? '')],
   ['MESSAGE', (o) => o.message ?? '']];
-const HISTORY_COLUMNS = [['TIME', (o) => o.time ?? ''], ['KIND', (o) => o.kind ?? ''], ['NAME', (o) => o.name ?? ''],
-  ['CHANGE', (o) => o.change ?? o.type ?? ''], ['DETAIL', (o) => o.detail ?? o.message ?? '']];
+const HISTORY_COLUMNS = [['TIME', (o) => o.time ?? ''], ['KIND', (o) => o.object?.kind ?? ''],
+  ['NAME', (o) => o.object?.name ?? ''], ['CLUSTER', (o) => o.cluster ?? ''], ['CHANGE', (o) => o.change ?? ''],
+  ['BY', (o) => o.actor ?? ''], ['SUMMARY', (o) => o.summary ?? '']];
 
 function kindOf(word) {
   for (const [name, k] of Object.entries(KINDS)) if (k.aliases.includes(String(word).toLowerCase())) return [name, k];

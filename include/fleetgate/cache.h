@@ -134,6 +134,11 @@ const char *fg_cache_key_quota(fg_cache_key_t *k, const char *project, const cha
  * digits}|{event id}" (cache/insight_event.lua writes both; cache/SCHEMA.md). */
 const char *fg_cache_key_events(fg_cache_key_t *k, const char *project);
 const char *fg_cache_key_events_order(fg_cache_key_t *k, const char *project);
+/* fg:hist:{project}: hash, history entry id -> entry (JSON); fg:histx:{project}: zset, score 0,
+ * newest first: "{9999999999999 - timeMs, 13 digits}|{entry id}" (cache/insight_history.lua
+ * writes both; cache/SCHEMA.md). */
+const char *fg_cache_key_history(fg_cache_key_t *k, const char *project);
+const char *fg_cache_key_history_order(fg_cache_key_t *k, const char *project);
 
 /* fg:chg:{project}: stream, the project's changes (cache/insight_change.lua; SCHEMA.md). */
 const char *fg_cache_key_changes(fg_cache_key_t *k, const char *project);
@@ -246,6 +251,9 @@ typedef struct {
  * resourceVersion is not a decimal number (cannot be ordered) or Redis refused it: the caller
  * then waits for the watch (fg_cache_wait_applied). FG_OK, or FG_EIO (every shown[i] false). */
 int fg_cache_write_through(fg_redis_t *r, const fg_cache_through_t *items, size_t n, bool *shown);
+/* The workload history's retention for the comparisons a write-through makes (insights.history_*;
+ * the defaults until called). Call once at start-up, before any write. */
+void fg_cache_through_configure(const fg_insights_conf_t *conf);
 
 /* ---- tier quota reservations (src/cache/quota.c, cache/quota_reserve.lua) -------------------
  *

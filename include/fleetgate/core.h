@@ -285,6 +285,8 @@ typedef struct {
     int64_t events_max_per_project;  /* past this, the oldest events go */
     int64_t changes_max_per_project; /* entries of a project's change stream (about) */
     int64_t changes_keepalive_s;     /* a change stream's keep-alive comment period */
+    int64_t history_max_age_s;       /* a history entry older than this is dropped */
+    int64_t history_max_per_project; /* past this, the oldest history entries go */
 } fg_insights_conf_t;
 
 /* rate_limits: GCRA limits per principal and per project (see README.md "Rate limits"). */

@@ -46,4 +46,16 @@ typedef struct {
 json_t *fg_insight_event_present(const char *text, size_t len, const fg_insight_event_filter_t *f,
                                  bool *damaged);
 
+/* The list filters of listHistory; NULL / 0 members do not filter. */
+typedef struct {
+    const char *kind, *name, *app, *change;
+    int64_t since_ms; /* 0: none */
+} fg_insight_history_filter_t;
+
+/* The API's HistoryEntry (a new reference) from a stored history entry's JSON text
+ * (cache/insight_history.lua), or NULL when it does not pass f (f may be NULL) or is not a
+ * history entry (*damaged then set, when damaged is not NULL). */
+json_t *fg_insight_history_present(const char *text, size_t len,
+                                   const fg_insight_history_filter_t *f, bool *damaged);
+
 #endif

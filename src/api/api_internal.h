@@ -116,6 +116,8 @@ int fg_api_kube_exec_spdy(fg_req_t *req);
 int fg_api_get_kubeconfig(fg_req_t *req);
 /* Insights: the project's events timeline (src/api/events.c). */
 int fg_api_list_events(fg_req_t *req);
+/* ... and its workload history (src/api/history.c). */
+int fg_api_list_history(fg_req_t *req);
 /* ... and its change stream, server-sent events (src/api/changes.c). */
 int fg_api_watch_changes(fg_req_t *req);
 /* A boolean query flag: absent is false; true/false (any case), else 422. */

@@ -142,6 +142,7 @@ static const fg_route_t routes[] = {
      .rate = FG_RATE_READ},
     LIST("/v1/projects/{project}/events", fg_api_list_events),
     STREAM("/v1/projects/{project}/changes", fg_api_watch_changes, FG_PERM_READ),
+    LIST("/v1/projects/{project}/history", fg_api_list_history),
 };
 
 const fg_route_t *fg_api_routes(size_t *n) {

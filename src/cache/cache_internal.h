@@ -19,6 +19,7 @@ redisContext *fg_redis_connect_raw(const fg_redis_t *r, bool blocking_reads, cha
 /* The informers' upsert script (embedded by informer.c), which write-through (through.c) runs
  * too, in its 'through' mode. */
 extern const char fg_cache_upsert_lua[];
+extern const char fg_insight_history_lua[];
 
 /* ---- backoff: redis.c's pool slots and the informers' writers ------------------------ */
 
@@ -121,5 +122,30 @@ typedef struct {
 bool insight_change_cmd(insight_change_cmd_t *cmd, const char *sha1, const fg_insights_conf_t *conf,
                         const fg_kube_kind_info_t *ki, const char *cluster, const char *name,
                         const char *scope, const char *text, size_t len, const char *version);
+
+/* The workload history: each watch event and each LIST item of a pod, app, job set, cron job or
+ * scaler, and each write-through of one, is compared with the cached object by
+ * cache/insight_history.lua, sent just before the cache's own write of it (LIST items: only
+ * objects the cache holds). */
+#define INSIGHT_HISTORY_ARGC 17
+
+typedef struct {
+    fg_cache_key_t objects, hist, histx, rv;
+    char now[24], max_age[24], max_n[24];
+    const char *argv[INSIGHT_HISTORY_ARGC];
+    size_t lens[INSIGHT_HISTORY_ARGC];
+} insight_history_cmd_t;
+
+/* Where one object comes from, for insight_history_cmd. */
+typedef enum { HIST_WATCH, HIST_LIST, HIST_THROUGH } insight_history_from_t;
+
+/* Fills cmd with the EVALSHA (sha1: insight_history.lua's) of one object of cache kind kind
+ * ("app"...) whose watch is of resource in cluster: name and scope as the cache keys it, text
+ * the translated object's compact JSON ("" for a delete; borrowed), version its
+ * resourceVersion. False when the kind has no history. */
+bool insight_history_cmd(insight_history_cmd_t *cmd, const char *sha1,
+                         const fg_insights_conf_t *conf, const char *kind, const char *resource,
+                         const char *cluster, const char *name, const char *scope, const char *text,
+                         size_t len, const char *version, insight_history_from_t from);
 
 #endif

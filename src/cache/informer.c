@@ -45,8 +45,9 @@ FG_EMBED_FILE(fg_cache_tmpdrop_lua, "cache/cache_tmpdrop.lua");
 FG_EMBED_FILE(fg_cache_lease_lua, "cache/cache_lease.lua");
 FG_EMBED_FILE(fg_insight_event_lua, "cache/insight_event.lua");
 FG_EMBED_FILE(fg_insight_change_lua, "cache/insight_change.lua");
+FG_EMBED_FILE(fg_insight_history_lua, "cache/insight_history.lua");
 
-enum { S_UPSERT, S_DELETE, S_SWAP, S_TMPDROP, S_LEASE, S_EVENT, S_CHANGE, S_COUNT };
+enum { S_UPSERT, S_DELETE, S_SWAP, S_TMPDROP, S_LEASE, S_EVENT, S_CHANGE, S_HISTORY, S_COUNT };
 
 #define MAX_LISTS        2 /* LISTs in flight per cluster */
 #define MAX_WORKERS      4 /* LIST page workers (parse + translate), shared by the clusters */
@@ -550,9 +551,15 @@ static void page_work(job_t *j) {
             continue;
         size_t len = 0;
         char *text = fg_json_dumps(t, &len);
+        const fg_informers_t *o = j->in->cl->owner;
+        /* history: this item against the object the cache holds (none: nothing, never Created) */
+        insight_history_cmd_t hc;
+        if (insight_history_cmd(&hc, o->scripts[S_HISTORY].sha1, &o->insights, j->in->ki->name,
+                                j->in->ki->resource, j->in->cl->conf->name, name, scope, text, len,
+                                json_string_value(json_object_get(t, "version")), HIST_LIST))
+            emit(j, INSIGHT_HISTORY_ARGC, hc.argv, hc.lens);
         write_tmp(j, &last, name, scope, app, text, len);
         insight_event_cmd_t ev;
-        const fg_informers_t *o = j->in->cl->owner;
         if (j->in->ki->kind == FG_KIND_EVENT &&
             insight_event_cmd(&ev, o->scripts[S_EVENT].sha1, &o->insights, j->in->cl->conf->name, t,
                               text, len))
@@ -887,6 +894,11 @@ static void apply_event(inf_t *in, const fg_kube_event_t *ev) {
     if (insight_change_cmd(&chg, c->owner->scripts[S_CHANGE].sha1, &c->owner->insights, in->ki,
                            c->conf->name, name, scope, text, len, version))
         writer_append(&c->w, INSIGHT_CHANGE_ARGC, chg.argv, chg.lens);
+    insight_history_cmd_t hc;
+    if (insight_history_cmd(&hc, c->owner->scripts[S_HISTORY].sha1, &c->owner->insights,
+                            in->ki->name, in->ki->resource, c->conf->name, name, scope, text, len,
+                            version, HIST_WATCH))
+        writer_append(&c->w, INSIGHT_HISTORY_ARGC, hc.argv, hc.lens);
     writer_append(&c->w, 16, a, lens);
     insight_event_cmd_t iev;
     if (in->ki->kind == FG_KIND_EVENT && t != NULL &&
@@ -1211,6 +1223,7 @@ int fg_informers_start(fg_informers_t **out, const fg_config_t *cfg, fg_buf_t *e
     fg_redis_script_init(&o->scripts[S_LEASE], fg_cache_lease_lua);
     fg_redis_script_init(&o->scripts[S_EVENT], fg_insight_event_lua);
     fg_redis_script_init(&o->scripts[S_CHANGE], fg_insight_change_lua);
+    fg_redis_script_init(&o->scripts[S_HISTORY], fg_insight_history_lua);
     o->insights = cfg->insights;
     register_metrics();
     /* Parsing a LIST page makes glibc consolidate its fastbins on every allocation of 1 KiB or

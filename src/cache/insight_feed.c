@@ -1,6 +1,7 @@
 /* cache/insight_feed.c: the insights feed of the informers (cache_internal.h): the commands that
- * fold a cluster's Event into its project's timeline (cache/insight_event.lua) and that add a
- * watch event to its project's change stream (cache/insight_change.lua). */
+ * fold a cluster's Event into its project's timeline (cache/insight_event.lua), that add a
+ * watch event to its project's change stream (cache/insight_change.lua) and that add an object's
+ * state changes to its project's history (cache/insight_history.lua). */
 #include "cache_internal.h"
 
 #include <stdio.h>
@@ -65,5 +66,55 @@ bool insight_change_cmd(insight_change_cmd_t *cmd, const char *sha1, const fg_in
     for (int i = 0; i < INSIGHT_CHANGE_ARGC; i++)
         cmd->lens[i] = strlen(a[i]);
     cmd->lens[6] = len;
+    return true;
+}
+
+/* The API's kind of the cache kinds that have a history. */
+static const struct {
+    const char *cache, *api;
+} history_kinds[] = {{"pod", "Pod"},
+                     {"app", "App"},
+                     {"jobset", "JobSet"},
+                     {"cronjob", "CronJob"},
+                     {"scaler", "Scaler"}};
+
+bool insight_history_cmd(insight_history_cmd_t *cmd, const char *sha1,
+                         const fg_insights_conf_t *conf, const char *kind, const char *resource,
+                         const char *cluster, const char *name, const char *scope, const char *text,
+                         size_t len, const char *version, insight_history_from_t from) {
+    const char *api = NULL;
+    for (size_t i = 0; i < sizeof history_kinds / sizeof history_kinds[0]; i++)
+        if (strcmp(history_kinds[i].cache, kind) == 0)
+            api = history_kinds[i].api;
+    if (api == NULL || scope == NULL || version == NULL)
+        return false;
+    fg_cache_key_objects(&cmd->objects, kind, cluster, scope);
+    fg_cache_key_history(&cmd->hist, scope);
+    fg_cache_key_history_order(&cmd->histx, scope);
+    fg_cache_key_rv(&cmd->rv, cluster, resource);
+    snprintf(cmd->now, sizeof cmd->now, "%lld", (long long)fg_wall_ms());
+    snprintf(cmd->max_age, sizeof cmd->max_age, "%lld", (long long)conf->history_max_age_s * 1000);
+    snprintf(cmd->max_n, sizeof cmd->max_n, "%lld", (long long)conf->history_max_per_project);
+    const char *a[INSIGHT_HISTORY_ARGC] = {"EVALSHA",
+                                           sha1,
+                                           "4",
+                                           cmd->objects.s,
+                                           cmd->hist.s,
+                                           cmd->histx.s,
+                                           cmd->rv.s,
+                                           name,
+                                           text,
+                                           api,
+                                           cluster,
+                                           version,
+                                           cmd->now,
+                                           cmd->max_age,
+                                           cmd->max_n,
+                                           from == HIST_LIST ? "1" : "0",
+                                           from == HIST_THROUGH ? "through" : "watch"};
+    memcpy(cmd->argv, a, sizeof a);
+    for (int i = 0; i < INSIGHT_HISTORY_ARGC; i++)
+        cmd->lens[i] = strlen(a[i]);
+    cmd->lens[8] = len;
     return true;
 }

@@ -106,6 +106,16 @@ const char *fg_cache_key_events_order(fg_cache_key_t *k, const char *project) {
     return join(k, "fg:evx", 1, parts);
 }
 
+const char *fg_cache_key_history(fg_cache_key_t *k, const char *project) {
+    const char *parts[] = {project};
+    return join(k, "fg:hist", 1, parts);
+}
+
+const char *fg_cache_key_history_order(fg_cache_key_t *k, const char *project) {
+    const char *parts[] = {project};
+    return join(k, "fg:histx", 1, parts);
+}
+
 const char *fg_cache_key_changes(fg_cache_key_t *k, const char *project) {
     const char *parts[] = {project};
     return join(k, "fg:chg", 1, parts);

@@ -10,18 +10,41 @@
  * deletes it on an older DELETED event. fg:rv, the watch's resume point, is only ever moved by
  * the watch. Removals are not written through: with no record of a deletion, an older watch
  * event still on its way would bring the object back until the DELETED event came. All items go
- * in one round trip. */
+ * in one round trip.
+ *
+ * Each item's history (cache/insight_history.lua) is compared just before its write, with the
+ * same guards: the write-through usually reaches the cache before the watch brings the same
+ * version, and the watch then finds nothing changed. The entry ids are the same whichever
+ * writer compares first, so a change is recorded once. */
 #include "cache_internal.h"
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static fg_redis_script_t script;
+static fg_redis_script_t script, history;
 static pthread_once_t script_once = PTHREAD_ONCE_INIT;
+/* the history's retention (insights.history_*), set at start-up (fg_cache_through_configure) */
+static fg_insights_conf_t insights = {.history_max_age_s = 2592000,
+                                      .history_max_per_project = 10000};
 
 static void script_init(void) {
     fg_redis_script_init(&script, fg_cache_upsert_lua);
+    fg_redis_script_init(&history, fg_insight_history_lua);
+}
+
+void fg_cache_through_configure(const fg_insights_conf_t *conf) {
+    insights = *conf;
+}
+
+/* Appends item it's history comparison when its kind has a history. */
+static void add_history(fg_redis_batch_t *b, const fg_cache_through_t *it) {
+    insight_history_cmd_t hc;
+    if (insight_history_cmd(&hc, history.sha1, &insights, it->kind, it->resource, it->cluster,
+                            it->name, it->scope, it->object, strlen(it->object), it->rv,
+                            HIST_THROUGH))
+        fg_redis_batch_add(b, INSIGHT_HISTORY_ARGC, hc.argv, hc.lens);
 }
 
 /* Appends item it's EVALSHA (ARGV as cache_upsert.lua: name, object, scope, resourceVersion,
@@ -57,31 +80,47 @@ static bool noscript(const fg_redis_reply_t *rep) {
 
 int fg_cache_write_through(fg_redis_t *r, const fg_cache_through_t *items, size_t n, bool *shown) {
     pthread_once(&script_once, script_init);
+    if (n == 0)
+        return FG_OK;
     fg_redis_batch_t *b = fg_redis_batch_new();
+    size_t *at = fg_xcalloc(n, sizeof *at); /* each item's upsert in the batch */
     int rc = FG_OK;
     for (size_t i = 0; i < n; i++)
         shown[i] = false;
     for (int attempt = 0; attempt < 2; attempt++) {
         fg_redis_batch_reset(b);
-        for (size_t i = 0; i < n; i++)
-            add(b, &items[i]);
+        for (size_t i = 0; i < n; i++) {
+            add_history(b, &items[i]);
+            at[i] = add(b, &items[i]);
+        }
         rc = fg_redis_batch_run(r, b, NULL, 0);
         if (rc != FG_OK)
             break;
         bool missing = false;
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < at[n - 1] + 1; i++)
             missing = missing || noscript(fg_redis_batch_reply(b, i));
         if (!missing)
             break;
         /* First use on this server (or after SCRIPT FLUSH / a restart): load, then again. The
          * scripts are guarded, so running an item twice changes nothing. */
         const char *load[] = {"SCRIPT", "LOAD", script.source};
-        rc = fg_redis_command(r, 3, load) == FG_OK ? FG_OK : FG_EIO;
+        const char *load_h[] = {"SCRIPT", "LOAD", history.source};
+        rc = fg_redis_command(r, 3, load) == FG_OK && fg_redis_command(r, 3, load_h) == FG_OK
+                 ? FG_OK
+                 : FG_EIO;
         if (rc != FG_OK)
             break;
     }
     for (size_t i = 0; rc == FG_OK && i < n; i++) {
-        const fg_redis_reply_t *rep = fg_redis_batch_reply(b, i);
+        const fg_redis_reply_t *hrep =
+            i > 0 ? fg_redis_batch_reply(b, at[i - 1] + 1) : fg_redis_batch_reply(b, 0);
+        if (at[i] > (i > 0 ? at[i - 1] + 1 : 0) && fg_redis_reply_type(hrep) == FG_REDIS_ERROR) {
+            size_t len;
+            const char *s = fg_redis_reply_str(hrep, &len);
+            FG_LOG(FG_LOG_ERROR, NULL, "cache: history of %s %s/%s not compared: %.*s",
+                   items[i].kind, items[i].cluster, items[i].name, (int)(len < 200 ? len : 200), s);
+        }
+        const fg_redis_reply_t *rep = fg_redis_batch_reply(b, at[i]);
         int64_t v = fg_redis_reply_type(rep) == FG_REDIS_INTEGER ? fg_redis_reply_int(rep) : -1;
         if (fg_redis_reply_type(rep) == FG_REDIS_ERROR) {
             size_t len;
@@ -91,6 +130,7 @@ int fg_cache_write_through(fg_redis_t *r, const fg_cache_through_t *items, size_
         }
         shown[i] = v == 1 || v == 2;
     }
+    free(at);
     fg_redis_batch_free(b);
     return rc;
 }

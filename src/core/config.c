@@ -384,6 +384,8 @@ static const key_t_ insights_keys[] = {
     INSIGHTS_INT(events_max_per_project, 10000, 10, 1000000),
     INSIGHTS_INT(changes_max_per_project, 10000, 100, 10000000),
     INSIGHTS_INT(changes_keepalive_s, 15, 1, 300),
+    INSIGHTS_INT(history_max_age_s, 2592000, 60, 31536000),
+    INSIGHTS_INT(history_max_per_project, 10000, 10, 1000000),
 };
 static const table_t insights_table = TABLE(insights_keys, 0);
 

@@ -1042,6 +1042,8 @@ static const row_t app_rows[] = {
     INT("generation", "metadata.generation"),
     INT("observedGeneration", "status.observedGeneration"),
     CONDS("conditions", "status.conditions", app_conditions),
+    ROW("requestedBy", "metadata.annotations", c_map_key, "fleetgate.io/requested-by"),
+    ROW("requestId", "metadata.annotations", c_map_key, "fleetgate.io/request-id"),
     IDENTITY(lifetime),
 };
 
@@ -1088,6 +1090,8 @@ static const row_t jobset_rows[] = {
     STR("completionTime", "status.completionTime"),
     CONDS("conditions", "status.conditions", job_conditions),
     LIST("containers", "spec.template.spec.containers", template_containers),
+    ROW("requestedBy", "metadata.annotations", c_map_key, "fleetgate.io/requested-by"),
+    ROW("requestId", "metadata.annotations", c_map_key, "fleetgate.io/request-id"),
     IDENTITY(lifetime),
 };
 
@@ -1101,6 +1105,8 @@ static const row_t cronjob_rows[] = {
     STR("lastSuccessfulTime", "status.lastSuccessfulTime"),
     ROW("active", "status.active", c_str_list, "name"),
     LIST("containers", "spec.jobTemplate.spec.template.spec.containers", template_containers),
+    ROW("requestedBy", "metadata.annotations", c_map_key, "fleetgate.io/requested-by"),
+    ROW("requestId", "metadata.annotations", c_map_key, "fleetgate.io/request-id"),
     IDENTITY(lifetime),
 };
 
@@ -1183,6 +1189,8 @@ static const row_t scaler_rows[] = {
     LIST("currentMetrics", "status.currentMetrics", metric_statuses),
     OBJ("behavior", "spec.behavior", behavior_table),
     CONDS("conditions", "status.conditions", scaler_conditions),
+    ROW("requestedBy", "metadata.annotations", c_map_key, "fleetgate.io/requested-by"),
+    ROW("requestId", "metadata.annotations", c_map_key, "fleetgate.io/request-id"),
     IDENTITY(lifetime),
 };
 

@@ -2,7 +2,7 @@
  * (insight.h's cursor decoder, core's RFC 3339 parser) and a stored entry (Redis is shared, so
  * an entry is read as untrusted). Properties: never crashes; a decoded cursor is a member that
  * encodes back to the same cursor's member; a parsed time formats and parses back to itself
- * (to the ms); a presented entry has every required member. */
+ * (to the ms); a presented entry (timeline or workload history) has every required member. */
 #include "fleetgate/insight.h"
 
 #include <stdlib.h>
@@ -38,6 +38,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (json_object_get(e, need[i]) == NULL)
                 abort();
         json_decref(e);
+    }
+    json_t *h = fg_insight_history_present((const char *)data, size, NULL, &damaged);
+    if (h != NULL) {
+        static const char *const need[] = {"id",      "time",    "object", "app",      "change",
+                                           "summary", "cluster", "actor",  "requestId"};
+        for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+            if (json_object_get(h, need[i]) == NULL)
+                abort();
+        const char *rid = json_string_value(json_object_get(h, "requestId"));
+        if (rid != NULL && (strlen(rid) == 0 || strlen(rid) > 64))
+            abort();
+        json_decref(h);
     }
     free(text);
     return 0;

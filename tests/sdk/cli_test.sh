@@ -151,6 +151,10 @@ else
     kill "$watch_pid" 2>/dev/null; wait "$watch_pid" 2>/dev/null
     has "watch prints changes" "$(cat "$work/watch.out")" 'upsert'
 fi
+# the scales above are in the history, with who made them
+out=$($FGCTL history -p demo 2>"$work/err"); rc=$?
+if [ "$rc" = 3 ] && grep -q 'No such route' "$work/err"; then echo "ok - history of a scale # SKIP the server does not route it yet"
+else has "history of a scale" "$out" '^[^ ]+ +App +svc-00001 +[a-z0-9-]+ +ReplicasChanged +sdk-admin +replicas [0-9]+ → (9|10)'; fi
 
 # ---- login, completion ----
 printf '%s\n' "$FG_TOKEN_ADMIN" >"$work/token"

@@ -158,6 +158,9 @@ static const struct {
     {"{\"insights\": {\"events_max_per_project\": 5, \"changes_keepalive_s\": 0}}",
      "t.json: insights.events_max_per_project: must be from 10 to 1000000 (got 5)\n"
      "t.json: insights.changes_keepalive_s: must be from 1 to 300 (got 0)\n"},
+    {"{\"insights\": {\"history_max_age_s\": 59, \"history_max_per_project\": 2000000}}",
+     "t.json: insights.history_max_age_s: must be from 60 to 31536000 (got 59)\n"
+     "t.json: insights.history_max_per_project: must be from 10 to 1000000 (got 2000000)\n"},
     /* Several problems are all reported, in file order. */
     {"{\"workers\": 0, \"listen\": \"h\", \"bogus\": true}",
      "t.json: workers: must be from 1 to 256 (got 0)\n"

@@ -155,6 +155,67 @@ START_TEST(times_parse) {
 }
 END_TEST
 
+static const char *const hist =
+    "{\"id\":\"h0123456789abcdef0123456789abcdef\",\"time\":1800000000000,\"object\":{\"kind\":"
+    "\"App\",\"name\":\"web\"},\"app\":\"web\",\"change\":\"ReplicasChanged\",\"summary\":"
+    "\"replicas 3 \xe2\x86\x92 "
+    "2\",\"cluster\":\"c2\",\"from\":{\"replicas\":3},\"to\":{\"replicas\":2},"
+    "\"actor\":\"dev\",\"requestId\":\"sc-web\",\"_ms\":1800000000000,\"version\":\"812\"}";
+
+START_TEST(history_entry_presented_and_filtered) {
+    bool damaged = true;
+    json_t *e = fg_insight_history_present(hist, strlen(hist), NULL, &damaged);
+    ck_assert_ptr_nonnull(e);
+    ck_assert(!damaged);
+    ck_assert_str_eq(json_string_value(json_object_get(e, "time")), "2027-01-15T08:00:00.000Z");
+    ck_assert_str_eq(json_string_value(json_object_get(e, "requestId")), "sc-web");
+    ck_assert_ptr_null(json_object_get(e, "_ms"));
+    ck_assert_ptr_null(json_object_get(e, "version"));
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(e, "to"), "replicas")), 2);
+    json_decref(e);
+    fg_insight_history_filter_t f = {.kind = "App",
+                                     .name = "web",
+                                     .app = "web",
+                                     .change = "ReplicasChanged",
+                                     .since_ms = 1800000000000};
+    e = fg_insight_history_present(hist, strlen(hist), &f, &damaged);
+    ck_assert_ptr_nonnull(e);
+    json_decref(e);
+    fg_insight_history_filter_t miss[] = {{.kind = "Pod"},
+                                          {.name = "api"},
+                                          {.app = "api"},
+                                          {.change = "Created"},
+                                          {.since_ms = 1800000000001}};
+    for (size_t i = 0; i < sizeof miss / sizeof miss[0]; i++) {
+        ck_assert_ptr_null(fg_insight_history_present(hist, strlen(hist), &miss[i], &damaged));
+        ck_assert(!damaged);
+    }
+    /* damaged: not JSON, an unknown change, a bad id, no time, from not an object */
+    static const char *const bad[] = {
+        "nope",
+        "{\"id\":\"h1\",\"_ms\":1,\"object\":{\"kind\":\"App\",\"name\":\"w\"},\"change\":"
+        "\"Exploded\",\"summary\":\"\"}",
+        "{\"id\":\"H!\",\"_ms\":1,\"object\":{\"kind\":\"App\",\"name\":\"w\"},\"change\":"
+        "\"Created\",\"summary\":\"\"}",
+        "{\"id\":\"h1\",\"object\":{\"kind\":\"App\",\"name\":\"w\"},\"change\":\"Created\","
+        "\"summary\":\"\"}",
+        "{\"id\":\"h1\",\"_ms\":1,\"object\":{\"kind\":\"App\",\"name\":\"w\"},\"change\":"
+        "\"Created\",\"summary\":\"\",\"from\":[1]}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_ptr_null(fg_insight_history_present(bad[i], strlen(bad[i]), NULL, &damaged));
+        ck_assert_msg(damaged, "%s", bad[i]);
+    }
+    /* a request id outside the contract's pattern is presented as null */
+    const char *odd = "{\"id\":\"h1\",\"_ms\":1,\"object\":{\"kind\":\"App\",\"name\":\"w\"},"
+                      "\"change\":\"Created\",\"summary\":\"s\",\"requestId\":\"a b\"}";
+    e = fg_insight_history_present(odd, strlen(odd), NULL, &damaged);
+    ck_assert_ptr_nonnull(e);
+    ck_assert(json_is_null(json_object_get(e, "requestId")));
+    ck_assert(json_is_null(json_object_get(e, "actor")));
+    json_decref(e);
+}
+END_TEST
+
 static Suite *insight_suite(void) {
     Suite *s = suite_create("insight");
     TCase *tc = tcase_create("core");
@@ -164,6 +225,7 @@ static Suite *insight_suite(void) {
     tcase_add_test(tc, entry_filters);
     tcase_add_test(tc, damaged_entries_refused);
     tcase_add_test(tc, times_parse);
+    tcase_add_test(tc, history_entry_presented_and_filtered);
     suite_add_tcase(s, tc);
     return s;
 }
