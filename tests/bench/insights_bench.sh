@@ -10,7 +10,12 @@
 #      cache/insight_event.lua into 20 projects, against the same Redis empty) and the
 #      retention bound under an hour of churn compressed (3,600 events a "minute" for 60
 #      simulated minutes into one project bounded to 10,000 and 30 min: ZCARD and memory at the
-#      end). History entries are not built yet (no figure).
+#      end).
+#   3. Redis memory per workload history entry: 20,000 scales of apps (a realistic simplified
+#      Deployment, replicas changed each time) compared by cache/insight_history.lua into 20
+#      projects, each followed by the cache write the informer makes; the figure is used_memory
+#      with the history keys minus without them (DEL), per entry; and the retention bound under
+#      216,000 changes over 60 simulated minutes into one project bounded to 10,000 and 30 min.
 set -euo pipefail
 bench=insights_bench
 FG_BUILD=${FG_BUILD:-build}
@@ -129,3 +134,52 @@ base=$(used)
 gen 1 216000 10000 1800000 "$now" 3600000 | rc --pipe >/dev/null
 after=$(used)
 echo "$bench: an hour of churn compressed (216,000 events over 60 simulated minutes, bound 10,000 and 30 min): $(rc zcard fg:evx:p0) events kept, $(rc hlen fg:ev:p0) entries, used_memory $base -> $after"
+
+# ---- Redis memory of the workload history -----------------------------------------------
+hsha=$(rc script load "$(cat cache/insight_history.lua)")
+hgen() { # PROJECTS CHANGES MAX_N MAX_AGE_MS T0 SPAN_MS: EVALSHA + HSET lines for redis-cli --pipe
+    /usr/bin/python3 - "$hsha" "$@" <<'PY'
+import json, sys
+sha, projects, changes, max_n, max_age, t0, span = sys.argv[1], *map(int, sys.argv[2:])
+def cmd(*a):
+    out = "*%d\r\n" % len(a)
+    for x in a:
+        x = str(x).encode()
+        out += "$%d\r\n" % len(x) + x.decode() + "\r\n"
+    return out
+w = sys.stdout.write
+apps = 50
+for i in range(changes):
+    p = "p%d" % (i % projects)
+    app = "web-%03d" % ((i // projects) % apps)
+    t = t0 + span * i // max(1, changes - 1)
+    ver = str(1000 + i)
+    obj = {"name": app, "project": p, "cluster": "east-a", "zone": "z", "uid": "u-%s-%s" % (p, app),
+           "version": ver, "creationTime": "2026-11-22T10:00:00Z", "labels": {"team": "checkout"},
+           "replicas": {"desired": 2 + i % 7, "current": 2 + i % 7, "ready": 2 + i % 7,
+                        "updated": 2 + i % 7, "available": 2 + i % 7, "unavailable": 0},
+           "paused": False, "strategy": {"type": "RollingUpdate", "maxSurge": "25%", "maxUnavailable": "25%"},
+           "containers": [{"name": "app", "image": "registry.example.net/shop/web:1.42.0",
+                           "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}],
+           "revision": 3, "generation": 4, "observedGeneration": 4,
+           "requestedBy": "alice@example.com", "requestId": "req-%d" % i}
+    text = json.dumps(obj, separators=(",", ":"))
+    key = "fg:o:app:east-a:" + p
+    w(cmd("EVALSHA", sha, 4, key, "fg:hist:" + p, "fg:histx:" + p, "fg:rv:east-a:deployments",
+          app, text, "App", "east-a", ver, t, max_age, max_n, "0", "watch"))
+    w(cmd("HSET", key, app, text))
+PY
+}
+rc flushall >/dev/null
+now=$(($(date +%s) * 1000))
+hgen 20 20000 1000000 2592000000 "$now" 60000 | rc --pipe >/dev/null
+with=$(used)
+n=$(for p in $(seq 0 19); do rc zcard "fg:histx:p$p"; done | awk '{s+=$1} END {print s}')
+for p in $(seq 0 19); do rc del "fg:hist:p$p" "fg:histx:p$p" >/dev/null; done
+without=$(used)
+echo "$bench: Redis memory per history entry: $(( (with - without) / n )) bytes ($n entries in 20 projects, used_memory with the history $with, without $without)"
+rc flushall >/dev/null
+base=$(used)
+hgen 1 216000 10000 1800000 "$now" 3600000 | rc --pipe >/dev/null
+after=$(used)
+echo "$bench: history under an hour of churn compressed (216,000 changes over 60 simulated minutes, bound 10,000 and 30 min): $(rc zcard fg:histx:p0) entries kept, $(rc hlen fg:hist:p0) in the hash, used_memory $base -> $after"
