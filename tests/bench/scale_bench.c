@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define THREADS 8
 #define APPS    (THREADS * 3)
@@ -96,6 +97,30 @@ static void *worker_main(void *arg) {
     }
     curl_easy_cleanup(c);
     return NULL;
+}
+
+/* CPU seconds (user + system) a process has used so far, from /proc; 0 when unknown. */
+static double cpu_s(pid_t pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the name may hold spaces */
+    unsigned long fld[13] = {0};       /* fields 3..15 of proc(5): utime is 14, stime 15 */
+    for (size_t k = 0; p && k < 13; k++) {
+        while (*++p == ' ')
+            ;
+        fld[k] = k == 0 ? 0 : strtoul(p, NULL, 10);
+        p = strchr(p, ' ');
+    }
+    if (p == NULL)
+        return 0;
+    unsigned long ut = fld[11], st = fld[12];
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
 static int cmp(const void *a, const void *b) {
@@ -221,7 +246,12 @@ int main(int argc, char **argv) {
            THREADS, rate, seconds);
     double f50, f99, d50, d99;
     int ferr, derr;
+    double cpu0 = cpu_s(d[0]) + cpu_s(d[1]), k0 = cpu_s(ks.pid);
     run("scale through fleetgate (2 replicas)", false, &f50, &f99, &ferr);
+    double cpu1 = cpu_s(d[0]) + cpu_s(d[1]), k1 = cpu_s(ks.pid), n = (double)rate * seconds;
+    /* CPU per scale is what load on the machine changes least: the figure to compare builds */
+    printf("CPU per scale: fleetgate (both replicas) %.2f ms, kubesim %.2f ms\n",
+           (cpu1 - cpu0) * 1e3 / n, (k1 - k0) * 1e3 / n);
     run("replicas patch straight to kubesim", true, &d50, &d99, &derr);
     printf("ratio fleetgate / direct: p50 %.2f  p99 %.2f   (goal: p99 < 50 ms, no error)\n",
            f50 / d50, f99 / d99);
