@@ -45,6 +45,8 @@ typedef struct {
     bool direct; /* the reference: straight to kubesim */
     double *ms;  /* one latency a request */
     int n, errors;
+    long code[8]; /* the statuses of the errors (-1: no answer in 10 s), and how many of each */
+    int ncode[8];
 } worker_t;
 
 static long scale_through(CURL *c, uint16_t port, int app, int replicas) {
@@ -94,6 +96,12 @@ static void *worker_main(void *arg) {
         /* from when it was due: a request that waited for an earlier one counts that wait */
         w->ms[w->n++] = (double)(fg_now_ns() - due) / 1e6;
         w->errors += s != 200;
+        for (int k = 0; s != 200 && k < 8; k++)
+            if (w->ncode[k] == 0 || w->code[k] == s) {
+                w->code[k] = s;
+                w->ncode[k]++;
+                break;
+            }
     }
     curl_easy_cleanup(c);
     return NULL;
@@ -156,6 +164,9 @@ static void run(const char *what, bool direct, double *p50, double *p99, int *er
     printf("%-40s %6d in %5.1f s (%6.1f/s)  p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms  "
            "errors %d\n",
            what, n, secs, n / secs, *p50, *p99, all[n - 1], *errors);
+    for (int i = 0; i < THREADS; i++) /* what the errors were, one line a status and worker */
+        for (int k = 0; k < 8 && w[i].ncode[k] > 0; k++)
+            printf("  worker %d: %d answered %ld\n", i, w[i].ncode[k], w[i].code[k]);
     free(all);
 }
 
