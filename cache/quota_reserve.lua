@@ -2,9 +2,15 @@
 -- (cache/SCHEMA.md section 2, fg:q). Replicas of fleetgate racing for the last unit of a quota
 -- run this one at a time in Redis, so they cannot both win.
 -- KEYS[1] fg:q:{project}:{tier}: hash, app -> "cpuMilli,memoryBytes,pods,expiresMs"
+-- KEYS[2] fg:qu:{project}:{tier}: string, the last usage a caller read from the cache (below)
 -- ARGV: now (ms), ttl (ms), app, want cpu, memory, pods, limit cpu, memory, pods (-1: none),
---       then what the cache shows of the tier's apps (the caller's own excluded), as one string
---       "name,cpu,mem,pods;name,cpu,mem,pods;..." (one argument, however many apps)
+--       then what the cache shows now of the tier's job sets, as one string
+--       "name,cpu,mem,pods;name,cpu,mem,pods;..." (one argument, however many), then the same of
+--       the tier's apps and how long (ms) to keep that string in KEYS[2] for the next callers;
+--       or without those two: then the kept string is used, and {-1} is returned when there is
+--       none (the caller then reads the cache and calls again with it). Summing every app of the
+--       tier from the cache on every write cost more than the write; a kept usage is at most
+--       that old, and an app written in that time is counted by its reservation anyway.
 -- An app is counted once: by its live reservation when it has one (a write in flight, or one
 -- that landed less than ttl ago), else by what the cache shows of it.
 -- Returns {1} when reserved (the reservation replaces the app's previous one), or
@@ -12,6 +18,15 @@
 local now, ttl, me = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local want = {tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])}
 local lim = {tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])}
+local seen = ARGV[11]
+if seen == nil then
+  seen = redis.call('GET', KEYS[2])
+  if not seen then
+    return {-1}
+  end
+elseif tonumber(ARGV[12] or '0') > 0 then
+  redis.call('SET', KEYS[2], seen, 'PX', ARGV[12])
+end
 local used, held = {0, 0, 0}, {}
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
@@ -24,9 +39,11 @@ for i = 1, #all, 2 do
     used[1], used[2], used[3] = used[1] + tonumber(c), used[2] + tonumber(m), used[3] + tonumber(p)
   end
 end
-for name, c, m, p in string.gmatch(ARGV[10] or '', '([^,;]+),(%d+),(%d+),(%d+)') do
-  if name ~= me and not held[name] then
-    used[1], used[2], used[3] = used[1] + tonumber(c), used[2] + tonumber(m), used[3] + tonumber(p)
+for _, list in ipairs({ARGV[10] or '', seen}) do
+  for name, c, m, p in string.gmatch(list, '([^,;]+),(%d+),(%d+),(%d+)') do
+    if name ~= me and not held[name] then
+      used[1], used[2], used[3] = used[1] + tonumber(c), used[2] + tonumber(m), used[3] + tonumber(p)
+    end
   end
 end
 for r = 1, 3 do

@@ -128,6 +128,9 @@ const char *fg_cache_key_rate_project(fg_cache_key_t *k, char cls, const char *p
 
 /* fg:q:{project}:{tier}: hash, app -> its quota reservation (cache/quota_reserve.lua). */
 const char *fg_cache_key_quota(fg_cache_key_t *k, const char *project, const char *tier);
+/* fg:qu:{project}:{tier}: string, the tier's usage as last read from the cache (quota_reserve.lua).
+ */
+const char *fg_cache_key_quota_usage(fg_cache_key_t *k, const char *project, const char *tier);
 
 /* fg:ev:{project}: hash, event id -> a folded event of the project's timeline (JSON);
  * fg:evx:{project}: zset, score 0, its order newest first: "{9999999999999 - lastSeenMs, 13
@@ -273,12 +276,20 @@ typedef struct {
     int resource;     /* refused: 0 cpu, 1 memory, 2 pods */
     int64_t would_be; /* refused: the usage with this app */
     int64_t limit;
+    bool need_uses; /* called without uses and none kept: nothing was done */
 } fg_cache_quota_verdict_t;
 
-/* limit[i] < 0: no limit on that resource. FG_OK with *out, FG_EIO, or FG_EINVAL. */
+/* limit[i] < 0: no limit on that resource. fresh[]: what the cache shows now of usage that
+ * changes on its own (running job sets); uses[]: the tier's apps as the cache shows them, which
+ * is kept in Redis for usage_keep_ms (0: not kept) so that the next writes of the tier, from any
+ * replica, need not read every app again. Either may hold the caller's own entry (skipped).
+ * uses NULL: the kept usage is used, and out->need_uses is set (nothing reserved) when there is
+ * none or it expired: then call again with the apps read from the cache. FG_OK with *out,
+ * FG_EIO, or FG_EINVAL. */
 int fg_cache_quota_reserve(fg_redis_t *r, const char *project, const char *tier, const char *app,
                            const int64_t want[3], const int64_t limit[3], int64_t ttl_ms,
-                           const fg_cache_quota_use_t *uses, size_t nuses,
+                           const fg_cache_quota_use_t *fresh, size_t nfresh,
+                           const fg_cache_quota_use_t *uses, size_t nuses, int64_t usage_keep_ms,
                            fg_cache_quota_verdict_t *out);
 /* Drops the app's reservation (a write that failed, an app deleted). */
 int fg_cache_quota_release(fg_redis_t *r, const char *project, const char *tier, const char *app);

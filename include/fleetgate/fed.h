@@ -195,6 +195,10 @@ void fg_fed_outcomes_summary(const fg_fed_write_t *w, const fg_fed_outcome_t *ou
  * now; for the others (no usable answer, Redis unavailable) the caller waits for the watch. */
 void fg_fed_write_through(fg_fed_t *fed, const fg_fed_write_t *w, const fg_fed_outcome_t *out,
                           size_t n, bool *shown);
+/* The same, and objs[i] is the translated object the cache shows for write i when shown[i] (a
+ * new reference, else NULL), so that a write can answer without reading it back. */
+void fg_fed_write_through_keep(fg_fed_t *fed, const fg_fed_write_t *w, const fg_fed_outcome_t *out,
+                               size_t n, bool *shown, json_t **objs);
 
 /* ---- the reconciler (src/fed/reconcile.c) ---------------------------------------------------- */
 

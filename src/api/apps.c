@@ -45,6 +45,10 @@ json_t *project_or_reply(fg_req_t *req, const char *project) {
 }
 
 #define QUOTA_TTL_MS 60000 /* a reservation outlives its write until the cache shows it */
+/* How long the tier's usage read from the cache is kept in Redis for the next writes (any
+ * replica). An app written meanwhile is counted by its reservation; one changed outside
+ * fleetgate, or a job set that finished, is seen at most this late. */
+#define QUOTA_USAGE_KEEP_MS 1000
 
 static const struct {
     const char *res;
@@ -68,19 +72,42 @@ static void demand(const json_t *containers, int64_t replicas, int64_t out[3]) {
     }
 }
 
-/* What the cache shows of the tier's other apps in the project, one entry an app (summed over
- * clusters); names borrowed from *batch. FG_OK, or false when it replied 503. */
+/* by_name ({name: [cpu, memory, pods]}) as a table of uses (names copied). */
+static fg_cache_quota_use_t *uses_of(const json_t *by_name, size_t *nuses) {
+    fg_cache_quota_use_t *uses = fg_xcalloc(json_object_size(by_name) + 1, sizeof *uses);
+    const char *name;
+    json_t *sum;
+    *nuses = 0;
+    json_object_foreach((json_t *)by_name, name, sum) {
+        fg_cache_quota_use_t *u = &uses[(*nuses)++];
+        u->app = fg_xstrdup(name);
+        for (size_t r = 0; r < 3; r++)
+            u->amount[r] = json_integer_value(json_array_get(sum, r));
+    }
+    return uses;
+}
+
+static void uses_free(fg_cache_quota_use_t *uses, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free((char *)uses[i].app);
+    free(uses);
+}
+
+/* What the cache shows of the tier's apps in the project, one entry an app (summed over
+ * clusters). false when it replied 503. */
 static bool tier_usage_or_reply(fg_req_t *req, const char *project, const char *tier,
-                                const char *app, fg_redis_batch_t *b, fg_cache_quota_use_t **uses,
-                                size_t *nuses) {
+                                fg_cache_quota_use_t **uses, size_t *nuses) {
     fg_api_t *api = fg_req_app(req);
+    fg_redis_batch_t *b = fg_redis_batch_new();
     fg_cache_key_t k;
     for (size_t i = 0; i < api->cfg->nclusters; i++)
         fg_redis_batch_addv(b, "HGETALL",
                             fg_cache_key_objects(&k, "app", api->cfg->clusters[i].name, project),
                             NULL);
-    if (!rd_batch_or_reply(req, api, b))
+    if (!rd_batch_or_reply(req, api, b)) {
+        fg_redis_batch_free(b);
         return false;
+    }
     json_t *by_name = json_object();
     for (size_t i = 0; i < api->cfg->nclusters; i++) {
         const fg_redis_reply_t *h = fg_redis_batch_reply(b, i);
@@ -88,7 +115,7 @@ static bool tier_usage_or_reply(fg_req_t *req, const char *project, const char *
             json_t *a = rd_parse_object(fg_redis_reply_at(h, j), fg_req_id(req));
             const char *name = rd_str(a, "name"),
                        *t = rd_str(json_object_get(a, "labels"), AS_TIER_LABEL);
-            if (a && name && strcmp(name, app) != 0 && strcmp(t ? t : "OnDemand", tier) == 0) {
+            if (a && name && strcmp(t ? t : "OnDemand", tier) == 0) {
                 int64_t d[3];
                 demand(json_object_get(a, "containers"),
                        rd_int(json_object_get(a, "replicas"), "desired", 1), d);
@@ -104,20 +131,8 @@ static bool tier_usage_or_reply(fg_req_t *req, const char *project, const char *
             json_decref(a);
         }
     }
-    if (!js_tier_usage_or_reply(req, project, tier, app, by_name)) { /* running job sets */
-        json_decref(by_name);
-        return false;
-    }
-    *nuses = 0;
-    *uses = fg_xcalloc(json_object_size(by_name) + 1, sizeof **uses);
-    const char *name;
-    json_t *sum;
-    json_object_foreach(by_name, name, sum) {
-        fg_cache_quota_use_t *u = &(*uses)[(*nuses)++];
-        u->app = fg_xstrdup(name);
-        for (size_t r = 0; r < 3; r++)
-            u->amount[r] = json_integer_value(json_array_get(sum, r));
-    }
+    fg_redis_batch_free(b);
+    *uses = uses_of(by_name, nuses);
     json_decref(by_name);
     return true;
 }
@@ -152,13 +167,29 @@ bool quota_or_reply(fg_req_t *req, const json_t *project, const json_t *spec, co
     json_decref(all);
     json_decref(sidecars);
     fg_api_t *api = fg_req_app(req);
-    fg_redis_batch_t *b = fg_redis_batch_new();
-    fg_cache_quota_use_t *uses = NULL;
-    size_t nuses = 0;
+    fg_cache_quota_use_t *uses = NULL, *jobs = NULL;
+    size_t nuses = 0, njobs = 0;
     fg_cache_quota_verdict_t v = {0};
-    bool ok = tier_usage_or_reply(req, name, tier, app, b, &uses, &nuses);
-    if (ok && fg_cache_quota_reserve(api->redis, name, tier, app, want, limit, QUOTA_TTL_MS, uses,
-                                     nuses, &v) != FG_OK) {
+    int rc = FG_OK;
+    /* Running job sets are read every time (they finish on their own, and a finished one frees
+     * its quota at once); the apps' usage is the one some write kept in Redis less than
+     * QUOTA_USAGE_KEEP_MS ago, and only when there is none is every app of the tier read from
+     * the cache (and kept for the next writes). */
+    json_t *running = json_object();
+    bool ok = js_tier_usage_or_reply(req, name, tier, app, running);
+    jobs = uses_of(running, &njobs);
+    json_decref(running);
+    if (ok) {
+        rc = fg_cache_quota_reserve(api->redis, name, tier, app, want, limit, QUOTA_TTL_MS, jobs,
+                                    njobs, NULL, 0, 0, &v);
+        if (rc == FG_OK && v.need_uses) {
+            ok = tier_usage_or_reply(req, name, tier, &uses, &nuses);
+            if (ok)
+                rc = fg_cache_quota_reserve(api->redis, name, tier, app, want, limit, QUOTA_TTL_MS,
+                                            jobs, njobs, uses, nuses, QUOTA_USAGE_KEEP_MS, &v);
+        }
+    }
+    if (ok && (rc != FG_OK || v.need_uses)) {
         fg_reply_problem(req, FG_PROBLEM_REDIS_UNAVAILABLE,
                          "the quota of tier %s cannot be checked: redis is unavailable", tier);
         ok = false;
@@ -172,10 +203,8 @@ bool quota_or_reply(fg_req_t *req, const json_t *project, const json_t *spec, co
     } else if (ok && !keep) {
         fg_cache_quota_release(api->redis, name, tier, app);
     }
-    for (size_t i = 0; i < nuses; i++)
-        free((char *)uses[i].app);
-    free(uses);
-    fg_redis_batch_free(b);
+    uses_free(uses, nuses);
+    uses_free(jobs, njobs);
     return ok;
 }
 
@@ -233,6 +262,9 @@ static int reply_dry_run(fg_req_t *req, const json_t *app, const fg_fed_placemen
                                    fg_fed_explain(p, fg_wall_ms()), "app", a));
 }
 
+static int reply_presented(fg_req_t *req, json_t *o, const char *project, const char *name,
+                           unsigned status, json_t *placement, json_t *outcomes);
+
 /* Answers the app as the cache shows it, with the write's placement and outcomes. */
 static int reply_app(fg_req_t *req, const char *project, const char *name, unsigned status,
                      json_t *placement, json_t *outcomes) {
@@ -249,6 +281,33 @@ static int reply_app(fg_req_t *req, const char *project, const char *name, unsig
     }
     json_t *o = rd_present_app(&c, objs);
     rd_objs_free(objs, c.nparts);
+    return reply_presented(req, o, project, name, status, placement, outcomes);
+}
+
+/* The same without reading the cache back, when every write was written through (kept[i]: what
+ * the cache now shows for write i): the app's objects are those of c (what the cache showed
+ * before the write, was[]) with each written cluster's replaced by its kept one. Falls back to
+ * reply_app when a write's cluster has no part in c. */
+static int reply_app_kept(fg_req_t *req, const rd_ctx_t *c, json_t *const *was,
+                          const fg_fed_write_t *w, json_t *const *kept, size_t n,
+                          const char *project, const char *name, unsigned status, json_t *placement,
+                          json_t *outcomes) {
+    json_t *objs[RD_MAX_CLUSTERS];
+    for (size_t j = 0; j < c->nparts; j++)
+        objs[j] = was ? was[j] : NULL;
+    for (size_t i = 0; i < n; i++) {
+        const rd_part_t *part = rd_part(c, w[i].cluster);
+        if (part == NULL || kept[i] == NULL)
+            return reply_app(req, project, name, status, placement, outcomes);
+        objs[part - c->parts] = kept[i];
+    }
+    json_t *o = rd_present_app(c, objs);
+    return reply_presented(req, o, project, name, status, placement, outcomes);
+}
+
+static int reply_presented(fg_req_t *req, json_t *o, const char *project, const char *name,
+                           unsigned status, json_t *placement, json_t *outcomes) {
+    (void)name;
     if (placement)
         json_object_set_new(o, "placement", placement);
     json_object_set_new(o, "outcomes", outcomes);
@@ -373,8 +432,15 @@ int fg_api_create_app(fg_req_t *req) {
         wr_reply_failure(req, w, o, n, "; the clusters that created it deleted it again");
         goto out;
     }
-    wr_wait_applied(req, w, o, n, "app", DEPLOYMENTS, project, name, false);
-    rc = reply_app(req, project, name, 201, json_incref(explain), fg_fed_outcomes_json(w, o, n));
+    json_t *kept[FG_FED_MAX_CLUSTERS];
+    if (wr_wait_applied_keep(req, w, o, n, "app", DEPLOYMENTS, project, name, false, kept))
+        rc = reply_app_kept(req, &c, NULL, w, kept, n, project, name, 201, json_incref(explain),
+                            fg_fed_outcomes_json(w, o, n));
+    else
+        rc =
+            reply_app(req, project, name, 201, json_incref(explain), fg_fed_outcomes_json(w, o, n));
+    for (size_t i = 0; i < n; i++)
+        json_decref(kept[i]);
 out:
     fg_fed_outcomes_clear(o, n);
     for (size_t i = 0; i < n; i++)
@@ -443,9 +509,16 @@ static int apply_and_reply(fg_req_t *req, app_t *a, fg_fed_write_t *w, size_t n,
     fg_fed_outcome_t o[FG_FED_MAX_CLUSTERS];
     int rc = FG_OK;
     if (wr_fanout_or_reply(req, w, n, o)) {
-        wr_wait_applied(req, w, o, n, "app", DEPLOYMENTS, a->project, a->name, false);
-        rc = reply_app(req, a->project, a->name, 200, json_incref(placement),
-                       fg_fed_outcomes_json(w, o, n));
+        json_t *kept[FG_FED_MAX_CLUSTERS];
+        if (wr_wait_applied_keep(req, w, o, n, "app", DEPLOYMENTS, a->project, a->name, false,
+                                 kept))
+            rc = reply_app_kept(req, &a->c, a->objs, w, kept, n, a->project, a->name, 200,
+                                json_incref(placement), fg_fed_outcomes_json(w, o, n));
+        else
+            rc = reply_app(req, a->project, a->name, 200, json_incref(placement),
+                           fg_fed_outcomes_json(w, o, n));
+        for (size_t i = 0; i < n && i < FG_FED_MAX_CLUSTERS; i++)
+            json_decref(kept[i]);
     }
     fg_fed_outcomes_clear(o, n);
     return rc;
@@ -625,6 +698,27 @@ static json_t *current_spec(const app_t *a, const fg_fed_outcome_t *live, size_t
     return spec;
 }
 
+/* The spec of the app's last write as the cache keeps it (its Deployments' fleetgate.io/spec,
+ * which write-through stores as soon as the write answers), when every Deployment holds the same
+ * one; NULL otherwise (a write that reached only some clusters, an app fleetgate did not write):
+ * then the Deployments are read. A new reference. */
+static json_t *cached_spec(const app_t *a) {
+    const char *text = NULL;
+    for (size_t i = 0; i < a->c.nparts; i++) {
+        if (a->objs[i] == NULL)
+            continue;
+        const char *s = json_string_value(json_object_get(a->objs[i], "fleetgateSpec"));
+        if (s == NULL || (text && strcmp(text, s) != 0))
+            return NULL;
+        text = s;
+    }
+    json_t *spec = NULL;
+    if (text && fg_json_load(text, strlen(text), &spec, NULL, 0) == FG_OK && json_is_object(spec))
+        return spec;
+    json_decref(spec);
+    return NULL;
+}
+
 int fg_api_scale_app(fg_req_t *req) {
     const json_t *body = fg_req_json(req);
     vd_t v;
@@ -653,9 +747,11 @@ int fg_api_scale_app(fg_req_t *req) {
     int rc = FG_OK;
     bool only[FG_FED_MAX_CLUSTERS] = {false};
     memset(live, 0, sizeof live);
-    if (!wr_fanout_or_reply(req, w, n, live))
+    spec = cached_spec(&a);
+    if (spec == NULL && !wr_fanout_or_reply(req, w, n, live))
         goto out;
-    spec = current_spec(&a, live, n);
+    if (spec == NULL)
+        spec = current_spec(&a, live, n);
     json_object_set_new(spec, "replicas", json_integer(replicas));
     proj = project_or_reply(req, a.project);
     fg_api_t *api = fg_req_app(req);

@@ -61,12 +61,18 @@ bool wr_fanout_or_reply(fg_req_t *req, const fg_fed_write_t *w, size_t n, fg_fed
 void wr_wait_applied(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *out, size_t n,
                      const char *kind, const char *resource, const char *scope, const char *name,
                      bool gone) {
+    wr_wait_applied_keep(req, w, out, n, kind, resource, scope, name, gone, NULL);
+}
+
+bool wr_wait_applied_keep(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *out,
+                          size_t n, const char *kind, const char *resource, const char *scope,
+                          const char *name, bool gone, json_t **objs) {
     fg_api_t *api = fg_req_app(req);
     fg_cache_wait_t waits[FG_FED_MAX_CLUSTERS];
     bool shown[FG_FED_MAX_CLUSTERS];
     size_t nw = 0;
     n = n < FG_FED_MAX_CLUSTERS ? n : FG_FED_MAX_CLUSTERS;
-    fg_fed_write_through(api->fed, w, out, n, shown);
+    fg_fed_write_through_keep(api->fed, w, out, n, shown, objs);
     for (size_t i = 0; i < n; i++) {
         if (shown[i])
             continue; /* written through: the cache shows it already */
@@ -82,13 +88,17 @@ void wr_wait_applied(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcom
                                         .scope = scope,
                                         .name = name};
     }
+    bool all = true;
+    for (size_t i = 0; i < n; i++)
+        all = all && shown[i];
     if (nw == 0)
-        return;
+        return all;
     int rc = fg_cache_wait_applied(api->redis, waits, nw, WR_APPLIED_WAIT_MS);
     if (rc != FG_OK)
         FG_LOG(FG_LOG_WARN, fg_req_id(req),
                "write: the cache did not show the change within %d ms (%s); answering anyway",
                WR_APPLIED_WAIT_MS, rc == FG_ETIMEOUT ? "timeout" : "redis unavailable");
+    return false;
 }
 
 int wr_reply(fg_req_t *req, unsigned status, json_t *body, const char *version,

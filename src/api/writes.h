@@ -34,6 +34,12 @@ int wr_reply_failure(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcom
 void wr_wait_applied(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *out, size_t n,
                      const char *kind, const char *resource, const char *scope, const char *name,
                      bool gone);
+/* The same; true when every write's result was written through, with objs[i] the translated
+ * object the cache now shows for write i (new references, NULL for one without; the caller
+ * frees them either way), so the answer can be built without reading the cache back. */
+bool wr_wait_applied_keep(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *out,
+                          size_t n, const char *kind, const char *resource, const char *scope,
+                          const char *name, bool gone, json_t **objs);
 /* Sends body (stolen) with status, an ETag of version and, for 201, a Location of path. */
 int wr_reply(fg_req_t *req, unsigned status, json_t *body, const char *version,
              const char *location);

@@ -87,6 +87,11 @@ const char *fg_cache_key_quota(fg_cache_key_t *k, const char *project, const cha
     return join(k, "fg:q", 2, parts);
 }
 
+const char *fg_cache_key_quota_usage(fg_cache_key_t *k, const char *project, const char *tier) {
+    const char *parts[] = {project, tier};
+    return join(k, "fg:qu", 2, parts);
+}
+
 const char *fg_cache_key_idem(fg_cache_key_t *k, const char *id) {
     const char *parts[] = {id};
     return join(k, "fg:idem", 1, parts);

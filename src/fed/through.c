@@ -65,12 +65,19 @@ static bool item_of(const fg_fed_t *fed, const fg_fed_write_t *w, const json_t *
 
 void fg_fed_write_through(fg_fed_t *fed, const fg_fed_write_t *w, const fg_fed_outcome_t *out,
                           size_t n, bool *shown) {
+    fg_fed_write_through_keep(fed, w, out, n, shown, NULL);
+}
+
+void fg_fed_write_through_keep(fg_fed_t *fed, const fg_fed_write_t *w, const fg_fed_outcome_t *out,
+                               size_t n, bool *shown, json_t **objs) {
     item_t items[FG_FED_MAX_CLUSTERS];
     fg_cache_through_t its[FG_FED_MAX_CLUSTERS];
     size_t idx[FG_FED_MAX_CLUSTERS], k = 0;
     bool ok[FG_FED_MAX_CLUSTERS];
     for (size_t i = 0; i < n; i++) {
         shown[i] = false;
+        if (objs)
+            objs[i] = NULL;
         if (k == FG_FED_MAX_CLUSTERS || out[i].outcome != FG_FED_APPLIED || out[i].object == NULL)
             continue;
         memset(&items[k], 0, sizeof items[k]);
@@ -86,6 +93,8 @@ void fg_fed_write_through(fg_fed_t *fed, const fg_fed_write_t *w, const fg_fed_o
         for (size_t j = 0; j < k; j++)
             shown[idx[j]] = ok[j];
     for (size_t j = 0; j < k; j++) {
+        if (objs && shown[idx[j]])
+            objs[idx[j]] = json_incref(items[j].t);
         json_decref(items[j].t);
         free(items[j].text);
     }

@@ -1039,6 +1039,7 @@ static const row_t app_rows[] = {
     ROW("revision", "metadata.annotations", c_map_key_int, "deployment.kubernetes.io/revision"),
     ROW("restartedAt", "spec.template.metadata.annotations", c_map_key,
         "kubectl.kubernetes.io/restartedAt"),
+    ROW("fleetgateSpec", "metadata.annotations", c_map_key, "fleetgate.io/spec"),
     INT("generation", "metadata.generation"),
     INT("observedGeneration", "status.observedGeneration"),
     CONDS("conditions", "status.conditions", app_conditions),

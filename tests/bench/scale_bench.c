@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define THREADS 8
 #define APPS    (THREADS * 3)
@@ -44,6 +45,8 @@ typedef struct {
     bool direct; /* the reference: straight to kubesim */
     double *ms;  /* one latency a request */
     int n, errors;
+    long code[8]; /* the statuses of the errors (-1: no answer in 10 s), and how many of each */
+    int ncode[8];
 } worker_t;
 
 static long scale_through(CURL *c, uint16_t port, int app, int replicas) {
@@ -93,9 +96,39 @@ static void *worker_main(void *arg) {
         /* from when it was due: a request that waited for an earlier one counts that wait */
         w->ms[w->n++] = (double)(fg_now_ns() - due) / 1e6;
         w->errors += s != 200;
+        for (int k = 0; s != 200 && k < 8; k++)
+            if (w->ncode[k] == 0 || w->code[k] == s) {
+                w->code[k] = s;
+                w->ncode[k]++;
+                break;
+            }
     }
     curl_easy_cleanup(c);
     return NULL;
+}
+
+/* CPU seconds (user + system) a process has used so far, from /proc; 0 when unknown. */
+static double cpu_s(pid_t pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the name may hold spaces */
+    unsigned long fld[13] = {0};       /* fields 3..15 of proc(5): utime is 14, stime 15 */
+    for (size_t k = 0; p && k < 13; k++) {
+        while (*++p == ' ')
+            ;
+        fld[k] = k == 0 ? 0 : strtoul(p, NULL, 10);
+        p = strchr(p, ' ');
+    }
+    if (p == NULL)
+        return 0;
+    unsigned long ut = fld[11], st = fld[12];
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
 static int cmp(const void *a, const void *b) {
@@ -131,6 +164,9 @@ static void run(const char *what, bool direct, double *p50, double *p99, int *er
     printf("%-40s %6d in %5.1f s (%6.1f/s)  p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms  "
            "errors %d\n",
            what, n, secs, n / secs, *p50, *p99, all[n - 1], *errors);
+    for (int i = 0; i < THREADS; i++) /* what the errors were, one line a status and worker */
+        for (int k = 0; k < 8 && w[i].ncode[k] > 0; k++)
+            printf("  worker %d: %d answered %ld\n", i, w[i].ncode[k], w[i].code[k]);
     free(all);
 }
 
@@ -221,7 +257,12 @@ int main(int argc, char **argv) {
            THREADS, rate, seconds);
     double f50, f99, d50, d99;
     int ferr, derr;
+    double cpu0 = cpu_s(d[0]) + cpu_s(d[1]), k0 = cpu_s(ks.pid);
     run("scale through fleetgate (2 replicas)", false, &f50, &f99, &ferr);
+    double cpu1 = cpu_s(d[0]) + cpu_s(d[1]), k1 = cpu_s(ks.pid), n = (double)rate * seconds;
+    /* CPU per scale is what load on the machine changes least: the figure to compare builds */
+    printf("CPU per scale: fleetgate (both replicas) %.2f ms, kubesim %.2f ms\n",
+           (cpu1 - cpu0) * 1e3 / n, (k1 - k0) * 1e3 / n);
     run("replicas patch straight to kubesim", true, &d50, &d99, &derr);
     printf("ratio fleetgate / direct: p50 %.2f  p99 %.2f   (goal: p99 < 50 ms, no error)\n",
            f50 / d50, f99 / d99);

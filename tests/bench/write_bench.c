@@ -78,9 +78,10 @@ static int cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static void report(const char *what, double *ms, int n, double *p50) {
+static void report(const char *what, double *ms, int n, double *p50, double *p99) {
     qsort(ms, (size_t)n, sizeof *ms, cmp);
     *p50 = ms[n / 2];
+    *p99 = ms[n * 99 / 100];
     printf("%-44s p50 %7.2f ms  p99 %7.2f ms  (n=%d)\n", what, ms[n / 2], ms[n * 99 / 100], n);
 }
 
@@ -157,14 +158,17 @@ int main(int argc, char **argv) {
         three[r] = (double)(fg_now_ns() - t0) / 1e6;
         bad += direct3(&ks, kc, FG_KUBE_DELETE, one, NULL, 200);
     }
-    double p_fg, p_direct, p_dry, p_three;
-    report("the same with ?dryRun=true (no cluster write)", dry, rounds, &p_dry);
-    report("create app over 3 clusters through fleetgate", fg, rounds, &p_fg);
-    report("one Deployment create straight to kubesim", direct, rounds, &p_direct);
-    report("3 creates straight to kubesim at once", three, rounds, &p_three);
+    double p_fg, p_direct, p_dry, p_three, q_fg, q_direct, q_dry, q_three;
+    report("the same with ?dryRun=true (no cluster write)", dry, rounds, &p_dry, &q_dry);
+    report("create app over 3 clusters through fleetgate", fg, rounds, &p_fg, &q_fg);
+    report("one Deployment create straight to kubesim", direct, rounds, &p_direct, &q_direct);
+    report("3 creates straight to kubesim at once", three, rounds, &p_three, &q_three);
     printf("ratio (p50) fleetgate / one direct create: %.2f   / 3 direct at once: %.2f   "
            "errors: %d\n",
            p_fg / p_direct, p_fg / p_three, bad);
+    printf("ratio (p99) fleetgate / one direct create: %.2f   / 3 direct at once: %.2f\n",
+           q_fg / q_direct, q_fg / q_three);
+    (void)q_dry;
     fg_kube_conns_free(kc);
     json_decref(depj);
     th_daemon_stop(d, SIGTERM, 5000);

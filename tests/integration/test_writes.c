@@ -594,10 +594,13 @@ START_TEST(app_verbs_and_delete) {
                      200);
     th_resp_free(&r);
     ck_assert_int_eq(ks_replicas(2, "web", NULL), 3);
+    long gets = tk_requests(&ks, 2, "get");
     ck_assert_int_eq(
         call("POST", "/v1/projects/shop/apps/web:scale", dev, "{\"replicas\": 4}", NULL, true, &r),
         200);
     th_resp_free(&r);
+    /* the spec came from the cache (fleetgateSpec): one fan-out, the patches, no reads */
+    ck_assert_int_eq(tk_requests(&ks, 2, "get"), gets);
     ck_assert_int_eq(ks_replicas(za, "web", NULL), 2);
     ck_assert_int_eq(ks_replicas(2, "web", NULL), 2);
     ck_assert_int_eq(desired("web"), 4);
