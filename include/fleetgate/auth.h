@@ -146,6 +146,14 @@ int fg_ratelimit_refusal_check(fg_ratelimit_t *rl, const char *addr, fg_rate_res
 void fg_ratelimit_refusal_charge(fg_ratelimit_t *rl, const char *addr);
 /* Decisions taken by the per-process fallback since start. */
 uint64_t fg_ratelimit_fallbacks(const fg_ratelimit_t *rl);
+/* Script calls made by fg_ratelimit_charge since start: inline (the calling request waits for
+ * it) and by the refill thread (off the request path). */
+typedef struct {
+    uint64_t inline_calls, refill_calls;
+} fg_ratelimit_stats_t;
+void fg_ratelimit_stats(const fg_ratelimit_t *rl, fg_ratelimit_stats_t *out);
+/* Returns once no refill is queued or in flight (for tests and benches). */
+void fg_ratelimit_refills_wait(fg_ratelimit_t *rl);
 
 /* ---- the gate ---------------------------------------------------------- */
 
