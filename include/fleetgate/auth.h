@@ -62,6 +62,11 @@ size_t fg_keyset_size(const fg_keyset_t *ks);
  * the wall clock in seconds (a parameter, so tests can move it). */
 int fg_token_verify(const fg_keyset_t *ks, const fg_auth_conf_t *conf, const char *token,
                     size_t len, int64_t now_s, fg_principal_t **out, char *why, size_t whylen);
+/* The same, and on a refusal *lasting says whether it holds for this key set and configuration
+ * whatever the clock does later (false only for an nbf still ahead): what the gate may remember. */
+int fg_token_verify_lasting(const fg_keyset_t *ks, const fg_auth_conf_t *conf, const char *token,
+                            size_t len, int64_t now_s, fg_principal_t **out, char *why,
+                            size_t whylen, bool *lasting);
 
 /* ---- principal --------------------------------------------------------- */
 
