@@ -524,16 +524,15 @@ int fg_auth_gate(fg_req_t *req) {
 /* ---- the seal ---------------------------------------------------------- */
 
 static void add_rate_headers(fg_req_t *req, const reqstate_t *st, unsigned status) {
-    char v[24];
-    snprintf(v, sizeof v, "%lld", (long long)st->rate.limit);
+    char v[FG_INT_CHARS];
+    fg_format_i64(st->rate.limit, v);
     fg_req_add_header(req, "RateLimit-Limit", v);
-    snprintf(v, sizeof v, "%lld", (long long)(st->rate.remaining > 0 ? st->rate.remaining : 0));
+    fg_format_i64(st->rate.remaining > 0 ? st->rate.remaining : 0, v);
     fg_req_add_header(req, "RateLimit-Remaining", v);
-    snprintf(v, sizeof v, "%lld", (long long)(st->rate.reset_s > 0 ? st->rate.reset_s : 0));
+    fg_format_i64(st->rate.reset_s > 0 ? st->rate.reset_s : 0, v);
     fg_req_add_header(req, "RateLimit-Reset", v);
     if (status == 429) {
-        snprintf(v, sizeof v, "%lld",
-                 (long long)(st->rate.retry_after_s > 0 ? st->rate.retry_after_s : 1));
+        fg_format_i64(st->rate.retry_after_s > 0 ? st->rate.retry_after_s : 1, v);
         fg_req_add_header(req, "Retry-After", v);
     }
 }

@@ -44,6 +44,33 @@ START_TEST(buf_appendf_in_the_room_and_past_it) {
 }
 END_TEST
 
+/* Integers written by hand read as printf's "%lld" writes them, at every width and sign. */
+START_TEST(format_i64_is_printfs) {
+    static const int64_t v[] = {0,
+                                1,
+                                -1,
+                                9,
+                                10,
+                                99,
+                                100,
+                                429,
+                                1000,
+                                -1234567,
+                                60000000,
+                                INT64_MAX,
+                                INT64_MIN,
+                                INT64_MAX - 1,
+                                INT64_MIN + 1};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        char got[FG_INT_CHARS], want[32];
+        size_t n = fg_format_i64(v[i], got);
+        snprintf(want, sizeof want, "%lld", (long long)v[i]);
+        ck_assert_str_eq(got, want);
+        ck_assert_uint_eq(n, strlen(want));
+    }
+}
+END_TEST
+
 /* The seconds are formatted once per second per thread: each call still shows its own time. */
 START_TEST(time_ms_format_follows_each_call) {
     char t[40];
@@ -340,6 +367,7 @@ static Suite *core_suite(void) {
     tcase_add_test(tc, buf_refuses_growth_past_max_and_stays_unchanged);
     tcase_add_test(tc, buf_appendf_in_the_room_and_past_it);
     tcase_add_test(tc, time_ms_format_follows_each_call);
+    tcase_add_test(tc, format_i64_is_printfs);
     tcase_add_test(tc, buf_json_escape_escapes_quotes_and_controls);
     tcase_add_test(tc, buf_json_escape_shows_invalid_utf8_as_text);
     tcase_add_test(tc, json_string_clean_escapes_and_cuts);
