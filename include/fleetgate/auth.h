@@ -62,6 +62,11 @@ size_t fg_keyset_size(const fg_keyset_t *ks);
  * the wall clock in seconds (a parameter, so tests can move it). */
 int fg_token_verify(const fg_keyset_t *ks, const fg_auth_conf_t *conf, const char *token,
                     size_t len, int64_t now_s, fg_principal_t **out, char *why, size_t whylen);
+/* The same, and on a refusal *lasting says whether it holds for this key set and configuration
+ * whatever the clock does later (false only for an nbf still ahead): what the gate may remember. */
+int fg_token_verify_lasting(const fg_keyset_t *ks, const fg_auth_conf_t *conf, const char *token,
+                            size_t len, int64_t now_s, fg_principal_t **out, char *why,
+                            size_t whylen, bool *lasting);
 
 /* ---- principal --------------------------------------------------------- */
 
@@ -146,6 +151,14 @@ int fg_ratelimit_refusal_check(fg_ratelimit_t *rl, const char *addr, fg_rate_res
 void fg_ratelimit_refusal_charge(fg_ratelimit_t *rl, const char *addr);
 /* Decisions taken by the per-process fallback since start. */
 uint64_t fg_ratelimit_fallbacks(const fg_ratelimit_t *rl);
+/* Script calls made by fg_ratelimit_charge since start: inline (the calling request waits for
+ * it) and by the refill thread (off the request path). */
+typedef struct {
+    uint64_t inline_calls, refill_calls;
+} fg_ratelimit_stats_t;
+void fg_ratelimit_stats(const fg_ratelimit_t *rl, fg_ratelimit_stats_t *out);
+/* Returns once no refill is queued or in flight (for tests and benches). */
+void fg_ratelimit_refills_wait(fg_ratelimit_t *rl);
 
 /* ---- the gate ---------------------------------------------------------- */
 

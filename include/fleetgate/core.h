@@ -173,6 +173,11 @@ int fg_b64url_decode(const char *in, size_t len, unsigned char **out, size_t *ou
 /* A fast 64-bit hash of bytes, not cryptographic (ETags, cache keys); two seeds give 128 bits. */
 uint64_t fg_hash64(const void *data, size_t n, uint64_t seed);
 
+/* Writes v in decimal ("%lld") and a NUL into out (FG_INT_CHARS bytes); returns the length.
+ * For header values and keys on the hot path, where snprintf costs a few hundred instructions. */
+#define FG_INT_CHARS 21
+size_t fg_format_i64(int64_t v, char *out);
+
 /* Embeds a file of the source tree (a Lua script of cache/) as the NUL-terminated constant
  * `sym`, with the assembler's .incbin; the Makefile makes the object depend on the file. */
 #define FG_EMBED_FILE(sym, file)                                                                   \

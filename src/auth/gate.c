@@ -13,7 +13,18 @@
  * process), holding the token itself for an exact comparison, one entry per slot (a newer token
  * takes the slot over), behind striped mutexes. An entry holds a principal reference and
  * serves only while now < exp and the key set is the one that verified it (a reload bumps the
- * generation, so removed keys stop working at once).
+ * generation, so removed keys stop working at once). After the keyed hash matched, the bytes are
+ * compared with memcmp: a token reaches that comparison only when its keyed hash equals the
+ * cached one's (which nobody outside can aim at, the seed being secret), so how long the
+ * comparison takes tells nothing that the hash did not.
+ *
+ * Refused tokens are remembered too (the refusal cache): a forged token costs a full signature
+ * verification (an RS256 verify is about 400 us), and a client repeating one would make the
+ * gate pay it every time. The same keyed hash finds a slot of a small fixed table (REFUSED_SLOTS)
+ * holding the token's exact bytes, the key-set generation and the refusal's text for at most
+ * REFUSED_TTL_MS. Only refusals that hold whatever the clock does are remembered (not an nbf
+ * still ahead), and only for the exact bytes and key set that were refused, so which tokens
+ * are refused does not change: a valid token is never answered from it.
  *
  * Refusals are kept cheap: a client address that caused more than rate_limits.refusal_burst
  * refusals (401, 403) lately gets 429 before its token is even looked at, and identical refusals
@@ -26,7 +37,6 @@
  */
 #include "auth_internal.h"
 
-#include <openssl/crypto.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +44,8 @@
 #include <strings.h>
 
 #define CACHE_STRIPES   64
+#define REFUSED_SLOTS   1024 /* power of two */
+#define REFUSED_TTL_MS  10000
 #define AUDIT_FIELD_MAX 1024 /* bytes of one client-supplied field in an audit line */
 
 /* A verified token: found by a keyed 64-bit hash of its bytes, then compared whole, so a lookup
@@ -46,6 +58,16 @@ typedef struct {
     uint64_t gen;
 } centry_t;
 
+/* A refused token: its exact bytes, the key set that refused it, and the refusal's text. */
+typedef struct {
+    uint64_t h;
+    char *token; /* owned; NULL: empty */
+    size_t len;
+    uint64_t gen;
+    int64_t until_ms; /* monotonic */
+    char why[256];
+} rentry_t;
+
 struct fg_auth {
     const fg_config_t *conf;
     pthread_mutex_t ks_mu;
@@ -55,6 +77,7 @@ struct fg_auth {
     size_t cache_mask;   /* entries - 1; no cache when entries is 0 */
     uint64_t cache_seed; /* random: nobody outside can aim tokens at one slot */
     pthread_mutex_t cache_mu[CACHE_STRIPES];
+    rentry_t *refused; /* REFUSED_SLOTS entries, with the cache (same seed, same stripes) */
     fg_audit_t *audit;
     fg_ratelimit_t *rl;
     fg_metric_t *m_denied, *m_audit_fail, *m_cache, *m_fallback;
@@ -95,7 +118,8 @@ static void register_metrics(fg_auth_t *a) {
                             FG_METRIC_COUNTER, NULL);
     fg_metric_add(a->m_audit_fail, NULL, 0);
     a->m_cache = fg_metrics_register("fleetgate_auth_token_cache_total",
-                                     "Token verifications served from the cache, or not.",
+                                     "Token checks: served from the cache (hit), refused from the "
+                                     "refusal cache (refused), verified (miss).",
                                      FG_METRIC_COUNTER, result);
     a->m_fallback = fg_metrics_register(
         "fleetgate_ratelimit_local_decisions_total",
@@ -118,6 +142,7 @@ int fg_auth_new(fg_auth_t **out, const fg_config_t *conf, fg_redis_t *redis, fg_
             n <<= 1;
         a->cache = fg_xcalloc(n, sizeof *a->cache);
         a->cache_mask = n - 1;
+        a->refused = fg_xcalloc(REFUSED_SLOTS, sizeof *a->refused);
         fg_random_bytes(&a->cache_seed, sizeof a->cache_seed);
     }
     if (fg_keyset_load(&a->ks, &conf->auth, errs) != FG_OK) {
@@ -149,6 +174,9 @@ void fg_auth_free(fg_auth_t *a) {
         free(a->cache[i].token);
     }
     free(a->cache);
+    for (size_t i = 0; a->refused && i < REFUSED_SLOTS; i++)
+        free(a->refused[i].token);
+    free(a->refused);
     for (int i = 0; i < CACHE_STRIPES; i++)
         pthread_mutex_destroy(&a->cache_mu[i]);
     fg_keyset_release(a->ks);
@@ -187,7 +215,7 @@ static fg_principal_t *cache_get(fg_auth_t *a, uint64_t h, const char *token, si
     pthread_mutex_lock(&a->cache_mu[i % CACHE_STRIPES]);
     centry_t *e = &a->cache[i];
     if (e->p && e->gen == gen && now < e->p->exp && e->h == h && e->len == len &&
-        CRYPTO_memcmp(e->token, token, len) == 0) {
+        memcmp(e->token, token, len) == 0) {
         p = e->p;
         fg_principal_retain(p);
     }
@@ -213,12 +241,55 @@ static void cache_put(fg_auth_t *a, uint64_t h, const char *token, size_t len, f
     free(old_token);
 }
 
+/* ---- refusal cache ------------------------------------------------------ */
+
+/* True, with the refusal's text in why, when these exact bytes were refused by this key set in
+ * the last REFUSED_TTL_MS. */
+static bool refused_get(fg_auth_t *a, uint64_t h, const char *token, size_t len, uint64_t gen,
+                        char *why, size_t whylen) {
+    if (a->refused == NULL)
+        return false;
+    size_t i = (size_t)((h >> 32) & (REFUSED_SLOTS - 1));
+    int64_t now = (int64_t)(fg_now_ns() / 1000000);
+    bool found = false;
+    pthread_mutex_lock(&a->cache_mu[i % CACHE_STRIPES]);
+    rentry_t *e = &a->refused[i];
+    if (e->token && e->gen == gen && now < e->until_ms && e->h == h && e->len == len &&
+        memcmp(e->token, token, len) == 0) {
+        snprintf(why, whylen, "%s", e->why);
+        found = true;
+    }
+    pthread_mutex_unlock(&a->cache_mu[i % CACHE_STRIPES]);
+    return found;
+}
+
+static void refused_put(fg_auth_t *a, uint64_t h, const char *token, size_t len, uint64_t gen,
+                        const char *why) {
+    if (a->refused == NULL)
+        return;
+    size_t i = (size_t)((h >> 32) & (REFUSED_SLOTS - 1));
+    char *copy = fg_xstrndup(token, len), *old;
+    int64_t now = (int64_t)(fg_now_ns() / 1000000);
+    pthread_mutex_lock(&a->cache_mu[i % CACHE_STRIPES]);
+    rentry_t *e = &a->refused[i];
+    old = e->token;
+    e->h = h;
+    e->token = copy;
+    e->len = len;
+    e->gen = gen;
+    e->until_ms = now + REFUSED_TTL_MS;
+    snprintf(e->why, sizeof e->why, "%s", why);
+    pthread_mutex_unlock(&a->cache_mu[i % CACHE_STRIPES]);
+    free(old);
+}
+
 /* Verifies token (from the cache when it can). FG_OK with *out, or FG_EINVAL with why. */
 static int authenticate(fg_auth_t *a, const char *token, size_t len, fg_principal_t **out,
                         char *why, size_t whylen) {
     int64_t now = fg_wall_ms() / 1000;
     uint64_t gen = atomic_load(&a->gen);
-    static const char *const hit[] = {"hit"}, *const miss[] = {"miss"};
+    static const char *const hit[] = {"hit"}, *const miss[] = {"miss"},
+                             *const refused[] = {"refused"};
     if (len > FG_TOKEN_MAX_BYTES) {
         snprintf(why, whylen, "the token is longer than %d bytes", FG_TOKEN_MAX_BYTES);
         return FG_EINVAL;
@@ -230,16 +301,25 @@ static int authenticate(fg_auth_t *a, const char *token, size_t len, fg_principa
         *out = p;
         return FG_OK;
     }
+    if (refused_get(a, h, token, len, gen, why, whylen)) {
+        fg_metric_add(a->m_cache, refused, 1);
+        return FG_EINVAL;
+    }
     fg_metric_add(a->m_cache, miss, 1);
     pthread_mutex_lock(&a->ks_mu);
     fg_keyset_t *ks = a->ks;
     atomic_fetch_add(&ks->refs, 1);
     gen = atomic_load(&a->gen);
     pthread_mutex_unlock(&a->ks_mu);
-    int rc = fg_token_verify(ks, &a->conf->auth, token, len, now, &p, why, whylen);
+    bool lasting = false;
+    int rc =
+        fg_token_verify_lasting(ks, &a->conf->auth, token, len, now, &p, why, whylen, &lasting);
     fg_keyset_release(ks);
-    if (rc != FG_OK)
+    if (rc != FG_OK) {
+        if (lasting)
+            refused_put(a, h, token, len, gen, why);
         return rc;
+    }
     cache_put(a, h, token, len, p, now, gen);
     *out = p;
     return FG_OK;
@@ -444,16 +524,15 @@ int fg_auth_gate(fg_req_t *req) {
 /* ---- the seal ---------------------------------------------------------- */
 
 static void add_rate_headers(fg_req_t *req, const reqstate_t *st, unsigned status) {
-    char v[24];
-    snprintf(v, sizeof v, "%lld", (long long)st->rate.limit);
+    char v[FG_INT_CHARS];
+    fg_format_i64(st->rate.limit, v);
     fg_req_add_header(req, "RateLimit-Limit", v);
-    snprintf(v, sizeof v, "%lld", (long long)(st->rate.remaining > 0 ? st->rate.remaining : 0));
+    fg_format_i64(st->rate.remaining > 0 ? st->rate.remaining : 0, v);
     fg_req_add_header(req, "RateLimit-Remaining", v);
-    snprintf(v, sizeof v, "%lld", (long long)(st->rate.reset_s > 0 ? st->rate.reset_s : 0));
+    fg_format_i64(st->rate.reset_s > 0 ? st->rate.reset_s : 0, v);
     fg_req_add_header(req, "RateLimit-Reset", v);
     if (status == 429) {
-        snprintf(v, sizeof v, "%lld",
-                 (long long)(st->rate.retry_after_s > 0 ? st->rate.retry_after_s : 1));
+        fg_format_i64(st->rate.retry_after_s > 0 ? st->rate.retry_after_s : 1, v);
         fg_req_add_header(req, "Retry-After", v);
     }
 }

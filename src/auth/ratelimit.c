@@ -18,13 +18,23 @@
  *
  * Reserving ahead: a round trip to Redis per call caps a worker thread at one call per round
  * trip. Far from the limit (the last answer left more than RESERVE_FROM calls), a call asks
- * Redis for up to RESERVE_MAX more calls at once (at most an eighth of what is left), and the
- * next calls of the same caller and project are admitted from that reservation in the process,
- * for at most RESERVE_TTL_US. Cells reserved and not used are refunded by the next script call
- * for that key. Redis stays the only judge: what it has not granted is never admitted, so the
- * limit is never exceeded; near the limit every call goes to Redis, so a burst gets exactly the
- * allowed number through. The cost: up to RESERVE_MAX - 1 calls per replica and key may sit
- * unused in a reservation for RESERVE_TTL_US while another replica is refused.
+ * Redis for up to RESERVE_MAX more calls at once (an eighth of what is left: the reservation is
+ * sized to the caller's distance from its limit), and the next calls of the same caller and
+ * project are admitted from that reservation in the process, for at most RESERVE_TTL_US. Cells
+ * reserved and not used are refunded by the next script call for that key. Redis stays the only
+ * judge: what it has not granted is never admitted, so the limit is never exceeded; near the
+ * limit every call goes to Redis, so a burst gets exactly the allowed number through. The cost:
+ * up to 1.5 x RESERVE_MAX calls per replica and key may sit unused in a reservation for
+ * RESERVE_TTL_US while another replica is refused.
+ *
+ * Refilled ahead, off the request path: when a take leaves a reservation below its low-water
+ * mark (half its last grant) and the caller is still far from its limit, the slot is queued
+ * for the limiter's refill thread, which asks Redis for the next grant (a zero-cost script call)
+ * while calls go on being admitted from what is left. A call blocks on EVALSHA only when the
+ * reservation is empty (a first call, a burst faster than a round trip, or near the limit).
+ * Grants are added to what a reservation holds, never written over it, so cells granted to two
+ * concurrent round trips are both admitted; a grant that finds its slot taken over by another
+ * key is refunded at once.
  *
  * Refused keys: a refusal from Redis carries the exact time (GCRA's TAT minus the tolerance)
  * before which every call of that key would be refused too, whatever any replica does, since
@@ -65,7 +75,12 @@ typedef struct {
 
 /* Calls granted by Redis ahead of time, for one caller and project (and class). */
 typedef struct {
-    char key[2 * KEY_MAX];    /* "<caller key> <project key>"; "" when empty */
+    char key[2 * KEY_MAX]; /* "<caller key> <project key>"; "" when empty */
+    size_t ulen;           /* length of the caller key (the project key follows a space) */
+    fg_rl_class_t cls;
+    bool project;             /* the project's bucket is charged too */
+    bool refilling;           /* queued for, or in, the refill thread */
+    int64_t low_milli;        /* below this a take queues a refill */
     int64_t left_milli;       /* granted, not used yet */
     int64_t expires_us;       /* monotonic; unused cells after this are refunded */
     int64_t remaining;        /* the calls Redis said were left beyond the reservation */
@@ -84,7 +99,17 @@ struct fg_ratelimit {
     reserve_t *reserves;
     pthread_mutex_t reserve_mu[LOCAL_STRIPES];
     atomic_uint_fast64_t fallbacks;
+    atomic_uint_fast64_t inline_calls, refill_calls; /* script calls of fg_ratelimit_charge */
+    /* The refill thread's queue: slot indices, each at most once (r->refilling). */
+    pthread_t refiller;
+    bool refiller_on, stopping;
+    pthread_mutex_t q_mu;
+    pthread_cond_t q_cv, q_idle;
+    uint32_t queue[RESERVE_SLOTS];
+    size_t q_head, q_len, q_busy;
 };
+
+static void *refill_main(void *arg);
 
 struct fg_stream_lease {
     char key[KEY_MAX];
@@ -116,6 +141,13 @@ int fg_ratelimit_new(fg_ratelimit_t **out, const fg_rate_conf_t *conf, fg_redis_
         pthread_mutex_init(&rl->reserve_mu[i], NULL);
     }
     atomic_init(&rl->fallbacks, 0);
+    atomic_init(&rl->inline_calls, 0);
+    atomic_init(&rl->refill_calls, 0);
+    pthread_mutex_init(&rl->q_mu, NULL);
+    pthread_cond_init(&rl->q_cv, NULL);
+    pthread_cond_init(&rl->q_idle, NULL);
+    if (redis != NULL && pthread_create(&rl->refiller, NULL, refill_main, rl) == 0)
+        rl->refiller_on = true; /* without it, reservations are refilled by the calls themselves */
     *out = rl;
     return FG_OK;
 }
@@ -123,6 +155,16 @@ int fg_ratelimit_new(fg_ratelimit_t **out, const fg_rate_conf_t *conf, fg_redis_
 void fg_ratelimit_free(fg_ratelimit_t *rl) {
     if (rl == NULL)
         return;
+    if (rl->refiller_on) {
+        pthread_mutex_lock(&rl->q_mu);
+        rl->stopping = true;
+        pthread_cond_broadcast(&rl->q_cv);
+        pthread_mutex_unlock(&rl->q_mu);
+        pthread_join(rl->refiller, NULL);
+    }
+    pthread_mutex_destroy(&rl->q_mu);
+    pthread_cond_destroy(&rl->q_cv);
+    pthread_cond_destroy(&rl->q_idle);
     for (int i = 0; i < LOCAL_STRIPES; i++) {
         pthread_mutex_destroy(&rl->stripes[i]);
         pthread_mutex_destroy(&rl->reserve_mu[i]);
@@ -134,6 +176,19 @@ void fg_ratelimit_free(fg_ratelimit_t *rl) {
 
 uint64_t fg_ratelimit_fallbacks(const fg_ratelimit_t *rl) {
     return atomic_load(&((fg_ratelimit_t *)rl)->fallbacks);
+}
+
+void fg_ratelimit_stats(const fg_ratelimit_t *rl, fg_ratelimit_stats_t *out) {
+    fg_ratelimit_t *m = (fg_ratelimit_t *)rl;
+    out->inline_calls = atomic_load(&m->inline_calls);
+    out->refill_calls = atomic_load(&m->refill_calls);
+}
+
+void fg_ratelimit_refills_wait(fg_ratelimit_t *rl) {
+    pthread_mutex_lock(&rl->q_mu);
+    while (rl->q_len > 0 || rl->q_busy > 0)
+        pthread_cond_wait(&rl->q_idle, &rl->q_mu);
+    pthread_mutex_unlock(&rl->q_mu);
 }
 
 /* ---- per-process buckets ----------------------------------------------- */
@@ -230,9 +285,28 @@ static bool local_streams(fg_ratelimit_t *rl, const char *key, int64_t delta, in
 
 /* ---- reservations ------------------------------------------------------ */
 
+/* The grant a reservation asks for, sized to the distance from the limit: an eighth of the
+ * calls Redis said were left, at most RESERVE_MAX - 1; 0 near the limit (every call exact). */
+static int64_t reserve_want_milli(int64_t remaining) {
+    if (remaining <= RESERVE_FROM)
+        return 0;
+    int64_t calls = remaining / 8;
+    return (calls < RESERVE_MAX - 1 ? calls : RESERVE_MAX - 1) * 1000;
+}
+
+/* Queues slot i for the refill thread; the caller holds the slot's lock and set r->refilling. */
+static void refill_queue(fg_ratelimit_t *rl, size_t i) {
+    pthread_mutex_lock(&rl->q_mu);
+    rl->queue[(rl->q_head + rl->q_len) % RESERVE_SLOTS] = (uint32_t)i;
+    rl->q_len++; /* at most RESERVE_SLOTS: a slot is queued once until its refill is done */
+    pthread_cond_signal(&rl->q_cv);
+    pthread_mutex_unlock(&rl->q_mu);
+}
+
 /* Takes cost_milli from a live reservation for key. True (and *res) when it could; otherwise
  * the reservation's unused cells move to *refund_milli (the next script call gives them back),
- * and *extra_milli says how much to reserve ahead with that call. */
+ * and *extra_milli says how much to reserve ahead with that call. Cells granted are used before
+ * a remembered refusal is answered: Redis admitted them. */
 static bool reserve_take(fg_ratelimit_t *rl, const char *key, int64_t cost_milli,
                          fg_rate_result_t *res, int64_t *refund_milli, int64_t *extra_milli) {
     size_t i = (size_t)(hash_key(key) & (RESERVE_SLOTS - 1));
@@ -243,39 +317,57 @@ static bool reserve_take(fg_ratelimit_t *rl, const char *key, int64_t cost_milli
     *extra_milli = 0;
     pthread_mutex_lock(&rl->reserve_mu[i % LOCAL_STRIPES]);
     if (strcmp(r->key, key) == 0) {
-        if (now < r->refused_until_us) {
-            *res = r->last;
-            res->retry_after_s = (r->refused_until_us - now + 999999) / 1000000;
-            res->reset_s = res->retry_after_s > res->reset_s ? res->retry_after_s : res->reset_s;
-            taken = true;
-        } else if (now < r->expires_us && r->left_milli >= cost_milli) {
+        if (now < r->expires_us && r->left_milli >= cost_milli) {
             r->left_milli -= cost_milli;
             *res = r->last;
+            res->allowed = true;
+            res->retry_after_s = 0;
             res->remaining = r->remaining + r->left_milli / 1000;
+            taken = true;
+            if (rl->refiller_on && !r->refilling && r->left_milli < r->low_milli &&
+                reserve_want_milli(r->remaining) > 0) {
+                r->refilling = true;
+                refill_queue(rl, i);
+            }
+        } else if (now < r->refused_until_us) {
+            *res = r->last;
+            res->allowed = false;
+            res->retry_after_s = (r->refused_until_us - now + 999999) / 1000000;
+            res->reset_s = res->retry_after_s > res->reset_s ? res->retry_after_s : res->reset_s;
             taken = true;
         } else {
             *refund_milli = r->left_milli;
             r->left_milli = 0;
-            if (r->remaining > RESERVE_FROM) {
-                int64_t calls = r->remaining / 8;
-                *extra_milli = (calls < RESERVE_MAX - 1 ? calls : RESERVE_MAX - 1) * 1000;
-            }
+            *extra_milli = reserve_want_milli(r->remaining);
         }
     }
     pthread_mutex_unlock(&rl->reserve_mu[i % LOCAL_STRIPES]);
     return taken;
 }
 
-/* Remembers Redis's answer for key and the extra cells it granted. A slot held by another key
- * is taken over: that key's unused cells are lost (the strict side) and it restarts exact. */
-static void reserve_put(fg_ratelimit_t *rl, const char *key, const fg_rate_result_t *res,
-                        int64_t granted_milli, int64_t retry_us) {
+/* Adds the cells Redis granted (granted_milli) to key's reservation and remembers the answer. A
+ * slot held by another key is taken over: that key's unused cells are lost (the strict side) and
+ * it restarts exact. Grants are added, never written over: two round trips in flight for one key
+ * (two threads, or a call and the refill thread) each bring their own cells. */
+static void reserve_put(fg_ratelimit_t *rl, const char *key, size_t ulen, fg_rl_class_t cls,
+                        bool project, const fg_rate_result_t *res, int64_t granted_milli,
+                        int64_t retry_us) {
     size_t i = (size_t)(hash_key(key) & (RESERVE_SLOTS - 1));
     reserve_t *r = &rl->reserves[i];
-    pthread_mutex_lock(&rl->reserve_mu[i % LOCAL_STRIPES]);
-    snprintf(r->key, sizeof r->key, "%s", key);
-    r->left_milli = granted_milli;
     int64_t now = (int64_t)(fg_now_ns() / 1000);
+    pthread_mutex_lock(&rl->reserve_mu[i % LOCAL_STRIPES]);
+    if (strcmp(r->key, key) != 0) {
+        snprintf(r->key, sizeof r->key, "%s", key);
+        r->ulen = ulen;
+        r->cls = cls;
+        r->project = project;
+        r->left_milli = 0;
+        r->low_milli = 0;
+        /* r->refilling stays: a refill in flight for the old key finds the key changed */
+    }
+    r->left_milli += granted_milli;
+    if (granted_milli > 0)
+        r->low_milli = granted_milli / 2;
     r->expires_us = now + RESERVE_TTL_US;
     /* Counted from the answer's arrival, after Redis's clock read it: later, so stricter. */
     r->refused_until_us = res->allowed ? 0 : now + retry_us;
@@ -327,6 +419,93 @@ static int redis_gcra(fg_ratelimit_t *rl, size_t nkeys, const char *const *keys,
     return FG_OK;
 }
 
+/* ---- the refill thread --------------------------------------------------- */
+
+/* One refill: a zero-cost script call asking for the slot's next grant, added to what the
+ * reservation still holds. A grant that finds the slot taken over goes back to Redis at once. */
+static void refill_one(fg_ratelimit_t *rl, size_t i) {
+    reserve_t *r = &rl->reserves[i];
+    char key[2 * KEY_MAX];
+    size_t ulen;
+    fg_rl_class_t cls;
+    bool project;
+    int64_t want;
+    pthread_mutex_t *mu = &rl->reserve_mu[i % LOCAL_STRIPES];
+    pthread_mutex_lock(mu);
+    memcpy(key, r->key, sizeof key);
+    ulen = r->ulen;
+    cls = r->cls;
+    project = r->project;
+    want = reserve_want_milli(r->remaining);
+    pthread_mutex_unlock(mu);
+    if (want == 0 || key[0] == '\0' || ulen >= strlen(key)) {
+        pthread_mutex_lock(mu);
+        r->refilling = false;
+        pthread_mutex_unlock(mu);
+        return;
+    }
+    key[ulen] = '\0'; /* "<caller key>\0<project key>" */
+    const char *keys[2] = {key, key + ulen + 1};
+    const bucket_conf_t *bc[2] = {&rl->user[cls], &rl->project[cls]};
+    fg_rate_result_t res;
+    int64_t granted = 0, retry_us = 0;
+    memset(&res, 0, sizeof res);
+    atomic_fetch_add(&rl->refill_calls, 1);
+    int rc =
+        redis_gcra(rl, project ? 2 : 1, keys, bc, 0, false, 0, want, &res, &granted, &retry_us);
+    key[ulen] = ' ';
+    bool lost = false;
+    pthread_mutex_lock(mu);
+    r->refilling = false;
+    if (rc == FG_OK) {
+        if (strcmp(r->key, key) != 0) {
+            lost = granted > 0;
+        } else if (granted > 0) {
+            int64_t now = (int64_t)(fg_now_ns() / 1000);
+            r->left_milli += granted;
+            r->low_milli = granted / 2;
+            r->expires_us = now + RESERVE_TTL_US;
+            r->refused_until_us = 0; /* granted cells are admitted calls */
+            r->remaining = res.remaining;
+            r->last = res;
+        } else {
+            r->remaining = res.remaining; /* near the limit now: calls go to Redis */
+        }
+    }
+    pthread_mutex_unlock(mu);
+    if (lost) { /* the slot went to another key while the grant was in flight */
+        key[ulen] = '\0';
+        int64_t g2, r2;
+        atomic_fetch_add(&rl->refill_calls, 1);
+        redis_gcra(rl, project ? 2 : 1, keys, bc, 0, false, granted, 0, &res, &g2, &r2);
+    }
+}
+
+static void *refill_main(void *arg) {
+    fg_ratelimit_t *rl = arg;
+    pthread_mutex_lock(&rl->q_mu);
+    for (;;) {
+        while (rl->q_len == 0 && !rl->stopping)
+            pthread_cond_wait(&rl->q_cv, &rl->q_mu);
+        if (rl->stopping)
+            break;
+        size_t i = rl->queue[rl->q_head];
+        rl->q_head = (rl->q_head + 1) % RESERVE_SLOTS;
+        rl->q_len--;
+        rl->q_busy++;
+        pthread_mutex_unlock(&rl->q_mu);
+        refill_one(rl, i);
+        pthread_mutex_lock(&rl->q_mu);
+        rl->q_busy--;
+        if (rl->q_len == 0 && rl->q_busy == 0)
+            pthread_cond_broadcast(&rl->q_idle);
+    }
+    rl->q_len = 0;
+    pthread_cond_broadcast(&rl->q_idle);
+    pthread_mutex_unlock(&rl->q_mu);
+    return NULL;
+}
+
 int fg_ratelimit_charge(fg_ratelimit_t *rl, fg_rl_class_t cls, const char *principal,
                         const char *project, int64_t cost_milli, bool force,
                         fg_rate_result_t *res) {
@@ -342,14 +521,22 @@ int fg_ratelimit_charge(fg_ratelimit_t *rl, fg_rl_class_t cls, const char *princ
 
     if (rl->redis) {
         int64_t refund = 0, extra = 0, granted = 0, retry_us = 0;
-        /* A project name may hold no space (it is a DNS label), so the pair is unambiguous. */
-        snprintf(rkey, sizeof rkey, "%s %s", ukey.s, project ? pkey.s : "");
+        /* A project name may hold no space (it is a DNS label), so the pair is unambiguous.
+         * "<caller key> <project key>", built by hand: this runs on every gated call. */
+        size_t ulen = strnlen(ukey.s, KEY_MAX - 1);
+        size_t plen = project ? strnlen(pkey.s, KEY_MAX - 1) : 0;
+        memcpy(rkey, ukey.s, ulen);
+        rkey[ulen] = ' ';
+        memcpy(rkey + ulen + 1, pkey.s, plen);
+        rkey[ulen + 1 + plen] = '\0';
         if (!force && reserve_take(rl, rkey, cost_milli, res, &refund, &extra))
             return FG_OK;
+        atomic_fetch_add(&rl->inline_calls, 1);
         if (redis_gcra(rl, nkeys, keys, bc, cost_milli, force, refund, extra, res, &granted,
                        &retry_us) == FG_OK) {
             if (!force)
-                reserve_put(rl, rkey, res, res->allowed ? granted : 0, retry_us);
+                reserve_put(rl, rkey, ulen, cls, project != NULL, res, res->allowed ? granted : 0,
+                            retry_us);
             if (res->allowed)
                 res->remaining += granted / 1000;
             return FG_OK;
@@ -362,8 +549,13 @@ int fg_ratelimit_charge(fg_ratelimit_t *rl, fg_rl_class_t cls, const char *princ
 
 /* ---- refusals per client address --------------------------------------- */
 
+/* "fg:rl:x:a:<addr>", cut to len - 1 bytes (built by hand: it runs on every gated call). */
 static void refusal_key(char *key, size_t len, const char *addr) {
-    snprintf(key, len, "fg:rl:x:a:%s", addr);
+    static const char prefix[] = "fg:rl:x:a:";
+    size_t n = strnlen(addr, len - sizeof prefix);
+    memcpy(key, prefix, sizeof prefix - 1);
+    memcpy(key + sizeof prefix - 1, addr, n);
+    key[sizeof prefix - 1 + n] = '\0';
 }
 
 int fg_ratelimit_refusal_check(fg_ratelimit_t *rl, const char *addr, fg_rate_result_t *res) {

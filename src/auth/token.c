@@ -91,9 +91,10 @@ static bool aud_matches(const json_t *aud, const char *want) {
     return false;
 }
 
-/* exp, nbf, iss, aud: FG_OK, or FG_EINVAL with why. */
+/* exp, nbf, iss, aud: FG_OK, or FG_EINVAL with why (and *lasting false when the clock alone may
+ * turn the refusal into an acceptance: nbf still ahead). */
 static int check_claims(const json_t *claims, const fg_auth_conf_t *conf, int64_t now,
-                        int64_t *exp_out, char *why, size_t whylen) {
+                        int64_t *exp_out, char *why, size_t whylen, bool *lasting) {
     int64_t exp, nbf;
     char when[40];
     int rc = numeric_date(claims, "exp", &exp);
@@ -116,6 +117,7 @@ static int check_claims(const json_t *claims, const fg_auth_conf_t *conf, int64_
     if (rc == FG_OK && now + conf->leeway_s < nbf) {
         format_time(nbf, when, sizeof when);
         snprintf(why, whylen, "the token is not valid before %s", when);
+        *lasting = false;
         return FG_EINVAL;
     }
     if (conf->issuer) {
@@ -301,6 +303,14 @@ out:
 
 int fg_token_verify(const fg_keyset_t *ks, const fg_auth_conf_t *conf, const char *token,
                     size_t len, int64_t now_s, fg_principal_t **out, char *why, size_t whylen) {
+    bool lasting;
+    return fg_token_verify_lasting(ks, conf, token, len, now_s, out, why, whylen, &lasting);
+}
+
+int fg_token_verify_lasting(const fg_keyset_t *ks, const fg_auth_conf_t *conf, const char *token,
+                            size_t len, int64_t now_s, fg_principal_t **out, char *why,
+                            size_t whylen, bool *lasting) {
+    *lasting = true;
     json_t *hdr = NULL, *claims = NULL;
     unsigned char *sig = NULL, *payload = NULL;
     size_t sig_len, payload_len;
@@ -367,7 +377,7 @@ int fg_token_verify(const fg_keyset_t *ks, const fg_auth_conf_t *conf, const cha
         snprintf(why, whylen, "the token's signature does not verify");
         goto out;
     }
-    if (check_claims(claims, conf, now_s, &exp, why, whylen) != FG_OK)
+    if (check_claims(claims, conf, now_s, &exp, why, whylen, lasting) != FG_OK)
         goto out;
     rc = fg_principal_from_claims(claims, conf, exp, out, why, whylen);
 out:

@@ -77,8 +77,10 @@ static series_t *series_for(fg_metric_t *m, const char *const *values) {
     for (size_t i = 0; i < m->nlabels; i++) {
         const char *v = values[i] ? values[i] : "";
         size_t n = strlen(v);
-        if (off + n + 2 > sizeof key)
-            n = sizeof key - off - 2; /* absurdly long label values are cut, not overflowed */
+        if (off + 2 > sizeof key)
+            break; /* full: the labels left are cut too (the series keeps their values) */
+        if (n > sizeof key - 2 - off)
+            n = sizeof key - 2 - off; /* absurdly long label values are cut, not overflowed */
         memcpy(key + off, v, n);
         off += n;
         key[off++] = '\x1f';

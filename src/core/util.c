@@ -185,3 +185,19 @@ uint64_t fg_hash64(const void *data, size_t n, uint64_t h) {
     h = (h ^ (w * m)) * 0xc4ceb9fe1a85ec53ull;
     return h ^ (h >> 32);
 }
+
+size_t fg_format_i64(int64_t v, char *out) {
+    char digits[FG_INT_CHARS];
+    size_t at = sizeof digits, n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v; /* INT64_MIN too */
+    do {
+        digits[--at] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u > 0);
+    if (v < 0)
+        out[n++] = '-';
+    memcpy(out + n, digits + at, sizeof digits - at);
+    n += sizeof digits - at;
+    out[n] = '\0';
+    return n;
+}

@@ -1016,8 +1016,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (req->stream != NULL)
         stream_completed(req, toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
     double seconds = (double)(fg_now_ns() - req->start_ns) / 1e9;
-    char status[8];
-    snprintf(status, sizeof status, "%u", req->status);
+    char status[FG_INT_CHARS];
+    fg_format_i64(req->status, status);
     const char *route = fg_req_route_name(req);
     const char *labels[] = {route, req->method, status};
     fg_metric_add(srv->m_requests, labels, 1);

@@ -15,6 +15,8 @@
 #     names and sizes fleetgate sends (X-Request-Id, RateLimit-*, ETag, Cache-Control), so both
 #     send about the same bytes; the output prints each one's answer size;
 #   - wrk sends the same request to both, Authorization header included.
+# A third daemon, fleetgate without its access log and rate limits (same token, same Redis),
+# gives the issue's second ratio (no log, no limit: goal >= 1.2x nginx).
 # The refusals are measured on the same daemon and token: 401 (a token with a forged
 # signature; the per-address refusal limit raised so that every call is a real 401), 403 (a
 # project the token has no role in), 429 (a second daemon whose read limit is one call a
@@ -91,6 +93,16 @@ sed -e "s/127.0.0.1:$fg_port/127.0.0.1:$limited_port/" \
     -e 's/"read_per_minute": 60000000, "read_burst": 1000000/"read_per_minute": 1, "read_burst": 1/' \
     -e 's/"project_read_per_minute": 60000000, "project_read_burst": 1000000/"project_read_per_minute": 1, "project_read_burst": 1/' \
     "$tmp/fleetgate.json" >"$tmp/limited.json"
+# No access log, no rate limits: the same daemon otherwise.
+pick_port bare_port
+sed -e "s/127.0.0.1:$fg_port/127.0.0.1:$bare_port/" \
+    -e 's/"access_log": true/"access_log": false/' \
+    -e "s#$tmp/audit.log#$tmp/audit-bare.log#" \
+    -e 's/"rate_limits": {/"rate_limits": { "enabled": false,/' \
+    "$tmp/fleetgate.json" >"$tmp/bare.json"
+"$fleetgate" -c "$tmp/bare.json" >"$tmp/bare.log" 2>&1 &
+bare_pid=$!
+pids+=($bare_pid)
 # database 1 holds the same pods, so the limited daemon refuses the same GET
 redis-cli -p "$redis_port" -n 1 --pipe <"$tmp/fill.resp" >/dev/null
 "$fleetgate" -c "$tmp/limited.json" >"$tmp/limited.log" 2>&1 &
@@ -102,7 +114,9 @@ pod=$(redis-cli -p "$redis_port" zrange fg:i:pod:bench-a:demo 0 0)
 fg_url="http://127.0.0.1:$fg_port/v1/projects/demo/pods/$pod"
 forbidden_url="http://127.0.0.1:$fg_port/v1/projects/other/pods/$pod"
 limited_url="http://127.0.0.1:$limited_port/v1/projects/demo/pods/$pod"
+bare_url="http://127.0.0.1:$bare_port/v1/projects/demo/pods/$pod"
 wait_http "$fg_url" "$auth"
+wait_http "$bare_url" "$auth"
 curl -fsS -H "$auth" -D "$tmp/fg.headers" -o "$tmp/pod.json" "$fg_url"
 grep -qi '^RateLimit-Remaining:' "$tmp/fg.headers" ||
     { echo "auth_bench: no RateLimit headers: the limiter is not in the path"; exit 1; }
@@ -178,6 +192,7 @@ server_pids() { # NAME: the processes that serve NAME's requests
     case $1 in
     nginx) pgrep -P "$ng_pid" | tr '\n' ' ' ;;
     fg-429) echo "$lim_pid" ;;
+    fg-nolog) echo "$bare_pid" ;;
     *) echo "$fg_pid" ;;
     esac
 }
@@ -207,10 +222,12 @@ echo "auth_bench: the same request bytes to both (GET with the Authorization hea
     "${#token}-byte token); answer bytes (head+body): fleetgate $fg_bytes, nginx $ng_bytes"
 echo "auth_bench: fleetgate as shipped (RS256 token, read rate limits through Redis, access log" \
     "to a file); nginx with access_log to a file (buffer=64k)"
-names=(fleetgate nginx fg-401 fg-403 fg-429)
+echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+names=(fleetgate nginx fg-nolog fg-401 fg-403 fg-429)
 for r in $(seq 1 "$rounds"); do
     run_wrk fleetgate "$r" "$fg_url" "$auth"
     run_wrk nginx "$r" "$ng_url" "$auth"
+    run_wrk fg-nolog "$r" "$bare_url" "$auth"
     run_wrk fg-401 "$r" "$fg_url" "Authorization: Bearer $forged"
     run_wrk fg-403 "$r" "$forbidden_url" "$auth"
     run_wrk fg-429 "$r" "$limited_url" "$auth"
@@ -227,6 +244,7 @@ for n in "${names[@]}"; do
     case $n in
     fleetgate) label="fleetgate GET 200" ;;
     nginx) label="nginx GET 200" ;;
+    fg-nolog) label="fg no log, no limit" ;;
     fg-401) label="fleetgate 401 (forged)" ;;
     fg-403) label="fleetgate 403 (no role)" ;;
     fg-429) label="fleetgate 429 (limit)" ;;
@@ -235,6 +253,9 @@ for n in "${names[@]}"; do
 done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 echo "ratio fleetgate/nginx: $(ratio "${rps[fleetgate]}" "${rps[nginx]}") (issue 18's goal >= 1.0)"
+echo "ratio fleetgate without access log and rate limits/nginx:" \
+    "$(ratio "${rps[fg-nolog]}" "${rps[nginx]}") (issue 18's goal >= 1.2)"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "ratio 401/200: $(ratio "${rps[fg-401]}" "${rps[fleetgate]}"), 403/200:" \
     "$(ratio "${rps[fg-403]}" "${rps[fleetgate]}"), 429/200: $(ratio "${rps[fg-429]}" "${rps[fleetgate]}")" \
     "(goal >= 1.0: refusing must never cost more than serving)"
@@ -243,8 +264,10 @@ echo "audit lines: $(wc -l <"$tmp/audit.log") for the 401s and 403s," \
 
 fg_bad=$(non2xx fleetgate)
 ng_bad=$(non2xx nginx)
-[ "$fg_bad" = 0 ] && [ "$ng_bad" = 0 ] ||
-    { echo "auth_bench: non-2xx answers on the 200 path: fleetgate $fg_bad, nginx $ng_bad"; exit 1; }
+nolog_bad=$(non2xx fg-nolog)
+[ "$fg_bad" = 0 ] && [ "$ng_bad" = 0 ] && [ "$nolog_bad" = 0 ] ||
+    { echo "auth_bench: non-2xx answers on the 200 path: fleetgate $fg_bad, nginx $ng_bad," \
+        "fleetgate without log and limits $nolog_bad"; exit 1; }
 for n in fg-401 fg-403; do
     total=$(cat "$tmp"/wrk-$n-*.txt | awk '/requests in/ {n += $1} END {print n + 0}')
     bad=$(non2xx $n)

@@ -295,6 +295,63 @@ START_TEST(cache_never_serves_a_token_that_differs) {
 }
 END_TEST
 
+/* A refused token is remembered by its exact bytes: a forged token sent again gets the same 401
+ * and detail without another verification, while the valid token it was forged from is still
+ * verified and admitted. A refusal the clock may lift (nbf ahead) is not remembered, and a key
+ * reload forgets every refusal. */
+START_TEST(refused_token_is_remembered_by_its_exact_bytes) {
+    static const char *const miss = "fleetgate_auth_token_cache_total{result=\"miss\"} ",
+                             *const refused =
+                                 "fleetgate_auth_token_cache_total{result=\"refused\"} ";
+    char *t = token("negative", "\"projects\": {\"shop\": \"viewer\"}");
+    size_t n = strlen(t);
+    char *forged = fg_xstrdup(t);
+    forged[n - 2] = forged[n - 2] == 'A' ? 'B' : 'A'; /* inside the signature */
+    long misses = metric(miss);
+    misses = misses < 0 ? 0 : misses;
+    for (int i = 0; i < 5; i++) {
+        th_resp_t r;
+        ck_assert_int_eq(call(&gs, "GET", "/v1/visible", forged, NULL, &r), 401);
+        ck_assert_ptr_nonnull(strstr(r.body, "the token's signature does not verify"));
+        th_resp_free(&r);
+    }
+    ck_assert_int_eq(metric(miss), misses + 1); /* verified once */
+    ck_assert_int_eq(metric(refused), 4);
+    ck_assert_int_eq(call(&gs, "GET", "/v1/visible", t, NULL, NULL), 200);
+    ck_assert_int_eq(metric(miss), misses + 2);
+    forged[n - 1] = '\0'; /* one byte shorter: other bytes, verified afresh */
+    ck_assert_int_eq(call(&gs, "GET", "/v1/visible", forged, NULL, NULL), 401);
+    ck_assert_int_eq(metric(miss), misses + 3);
+    ck_assert_int_eq(metric(refused), 4);
+
+    /* Not valid yet: refused every time by a verification, since time alone may admit it. */
+    char *early = token("early", "\"nbf\": 4102444800");
+    for (int i = 0; i < 2; i++) {
+        th_resp_t r;
+        ck_assert_int_eq(call(&gs, "GET", "/v1/visible", early, NULL, &r), 401);
+        ck_assert_ptr_nonnull(strstr(r.body, "the token is not valid before"));
+        th_resp_free(&r);
+    }
+    ck_assert_int_eq(metric(miss), misses + 5);
+    ck_assert_int_eq(metric(refused), 4);
+
+    /* A reload of the keys forgets the refusals: the forged token is verified again. */
+    forged[n - 1] = t[n - 1];
+    ck_assert_int_eq(call(&gs, "GET", "/v1/visible", forged, NULL, NULL), 401);
+    ck_assert_int_eq(metric(refused), 5);
+    fg_buf_t errs;
+    fg_buf_init(&errs, 1 << 12);
+    ck_assert_int_eq(fg_auth_reload(gs.auth, &errs), FG_OK);
+    fg_buf_free(&errs);
+    ck_assert_int_eq(call(&gs, "GET", "/v1/visible", forged, NULL, NULL), 401);
+    ck_assert_int_eq(metric(miss), misses + 6);
+    ck_assert_int_eq(metric(refused), 5);
+    free(early);
+    free(forged);
+    free(t);
+}
+END_TEST
+
 /* ---- audit ------------------------------------------------------------- */
 
 static json_t *audit_line(const char *rid) {
@@ -406,6 +463,7 @@ static Suite *gate_suite(void) {
     tcase_add_test(tc, list_is_charged_per_item);
     tcase_add_test(tc, cached_token_never_outlives_its_exp);
     tcase_add_test(tc, cache_never_serves_a_token_that_differs);
+    tcase_add_test(tc, refused_token_is_remembered_by_its_exact_bytes);
     tcase_add_test(tc, audit_has_mutating_and_denied_calls_not_reads);
     tcase_add_test(tc, audit_failure_refuses_changes);
     suite_add_tcase(s, tc);

@@ -44,6 +44,33 @@ START_TEST(buf_appendf_in_the_room_and_past_it) {
 }
 END_TEST
 
+/* Integers written by hand read as printf's "%lld" writes them, at every width and sign. */
+START_TEST(format_i64_is_printfs) {
+    static const int64_t v[] = {0,
+                                1,
+                                -1,
+                                9,
+                                10,
+                                99,
+                                100,
+                                429,
+                                1000,
+                                -1234567,
+                                60000000,
+                                INT64_MAX,
+                                INT64_MIN,
+                                INT64_MAX - 1,
+                                INT64_MIN + 1};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        char got[FG_INT_CHARS], want[32];
+        size_t n = fg_format_i64(v[i], got);
+        snprintf(want, sizeof want, "%lld", (long long)v[i]);
+        ck_assert_str_eq(got, want);
+        ck_assert_uint_eq(n, strlen(want));
+    }
+}
+END_TEST
+
 /* The seconds are formatted once per second per thread: each call still shows its own time. */
 START_TEST(time_ms_format_follows_each_call) {
     char t[40];
@@ -301,6 +328,29 @@ START_TEST(json_type_names_tell_integer_from_number) {
 }
 END_TEST
 
+/* Label values longer than a series key together (a 600-byte method on an unmatched route, as
+ * the request-head fuzzer sent) are cut in the key, never written past it. */
+START_TEST(metrics_long_label_values_are_cut) {
+    static const char *const labels[] = {"route", "method", "status", NULL};
+    fg_metric_t *c = fg_metrics_register("t_long_total", "Long.", FG_METRIC_COUNTER, labels);
+    char a[600], b[600];
+    memset(a, 'a', sizeof a - 1);
+    a[sizeof a - 1] = '\0';
+    memset(b, 'b', sizeof b - 1);
+    b[sizeof b - 1] = '\0';
+    const char *v1[] = {"unmatched", a, "400"}, *v2[] = {a, b, "400"}, *v3[] = {a, "", "404"};
+    fg_metric_add(c, v1, 1);
+    fg_metric_add(c, v2, 1);
+    fg_metric_add(c, v3, 1);
+    fg_metric_add(c, v1, 1);
+    fg_buf_t out;
+    fg_buf_init(&out, 1 << 20);
+    ck_assert_int_eq(fg_metrics_render(&out), FG_OK);
+    ck_assert_ptr_nonnull(strstr(out.data, "t_long_total{route=\"unmatched\""));
+    fg_buf_free(&out);
+}
+END_TEST
+
 START_TEST(metrics_render_counters_gauges_histograms) {
     static const char *const labels[] = {"route", NULL};
     fg_metric_t *c =
@@ -340,6 +390,7 @@ static Suite *core_suite(void) {
     tcase_add_test(tc, buf_refuses_growth_past_max_and_stays_unchanged);
     tcase_add_test(tc, buf_appendf_in_the_room_and_past_it);
     tcase_add_test(tc, time_ms_format_follows_each_call);
+    tcase_add_test(tc, format_i64_is_printfs);
     tcase_add_test(tc, buf_json_escape_escapes_quotes_and_controls);
     tcase_add_test(tc, buf_json_escape_shows_invalid_utf8_as_text);
     tcase_add_test(tc, json_string_clean_escapes_and_cuts);
@@ -354,6 +405,7 @@ static Suite *core_suite(void) {
     tcase_add_test(tc, json_load_reports_where_it_broke);
     tcase_add_test(tc, json_type_names_tell_integer_from_number);
     tcase_add_test(tc, metrics_render_counters_gauges_histograms);
+    tcase_add_test(tc, metrics_long_label_values_are_cut);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -18,6 +18,9 @@
 
 static tr_redis_t redis;
 
+/* ratelimit.c's RESERVE_MAX: the most calls one round trip reserves. */
+#define RESERVE_MAX_CALLS 32
+
 static void suite_setup(void) {
     fg_log_set_level(FG_LOG_ERROR);
     ck_assert_int_eq(tr_redis_start(&redis), 0);
@@ -159,6 +162,107 @@ START_TEST(reservations_ahead_still_stop_at_exactly_the_limit) {
     fg_ratelimit_free(b);
     fg_redis_free(ra);
     fg_redis_free(rb);
+}
+END_TEST
+
+/* Refilled ahead, off the request path: while a caller is far from its limit and its calls come
+ * no faster than a refill's round trip (here: each call waits for the refill it queued), only the
+ * first two calls wait for Redis; every later one is admitted from a reservation the refill thread
+ * topped up. Nothing granted is lost: after the reservation expires, one call refunds what was
+ * left, and Redis's own count is exactly the calls made (plus the new reservation). */
+START_TEST(healthy_reservation_is_refilled_off_the_request_path) {
+    fg_rate_conf_t c = conf();
+    c.read_burst = 100000;
+    fg_ratelimit_t *rl, *other;
+    fg_redis_t *r, *r2;
+    ck_assert_int_eq(fg_redis_new(&r, redis.url, 1, 2000), FG_OK);
+    ck_assert_int_eq(fg_redis_new(&r2, redis.url, 1, 2000), FG_OK);
+    ck_assert_int_eq(fg_ratelimit_new(&rl, &c, r), FG_OK);
+    ck_assert_int_eq(fg_ratelimit_new(&other, &c, r2), FG_OK);
+    char who[64];
+    snprintf(who, sizeof who, "%s", unique("steady"));
+    const int n = 2000;
+    fg_rate_result_t res;
+    for (int i = 0; i < n; i++) {
+        fg_ratelimit_charge(rl, FG_RL_READ, who, NULL, 1000, false, &res);
+        ck_assert_msg(res.allowed && !res.local, "call %d", i);
+        fg_ratelimit_refills_wait(rl);
+    }
+    fg_ratelimit_stats_t st;
+    fg_ratelimit_stats(rl, &st);
+    ck_assert_uint_eq(st.inline_calls,
+                      2); /* the first (no reservation yet), the second (reserves) */
+    ck_assert_uint_ge(st.refill_calls, (uint64_t)(n / (RESERVE_MAX_CALLS)));
+    usleep(150 * 1000); /* past the reservation's life: the next call refunds what was left */
+    fg_ratelimit_charge(rl, FG_RL_READ, who, NULL, 1000, false, &res);
+    ck_assert(res.allowed);
+    ck_assert_int_eq(res.remaining, c.read_burst - n - 1);
+    fg_rate_result_t direct;
+    fg_ratelimit_charge(other, FG_RL_READ, who, NULL, 1000, false, &direct);
+    /* Redis's count: the calls made, this one, and the 31 that last call reserved ahead. */
+    ck_assert_int_eq(direct.remaining, res.remaining - 1 - (RESERVE_MAX_CALLS - 1));
+    fg_ratelimit_free(other);
+    fg_ratelimit_free(rl);
+    fg_redis_free(r2);
+    fg_redis_free(r);
+}
+END_TEST
+
+typedef struct {
+    fg_ratelimit_t *rl;
+    const char *who;
+    int allowed;
+} hammer_t;
+
+static void *hammer_main(void *arg) {
+    hammer_t *h = arg;
+    fg_rate_result_t res;
+    do {
+        fg_ratelimit_charge(h->rl, FG_RL_READ, h->who, NULL, 1000, false, &res);
+        if (res.allowed)
+            h->allowed++;
+    } while (res.allowed);
+    return NULL;
+}
+
+/* Grants are added, never written over: four threads on two replicas, each reserving and
+ * refilling concurrently, are admitted exactly the burst, no fewer (cells granted to a round trip
+ * and then overwritten by a concurrent one would be charged in Redis and never used), no more. */
+START_TEST(concurrent_grants_are_added_not_overwritten) {
+    fg_rate_conf_t c = conf();
+    c.read_burst = 4000;
+    fg_ratelimit_t *rl[2];
+    fg_redis_t *r[2];
+    char who[64];
+    snprintf(who, sizeof who, "%s", unique("crowd"));
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(fg_redis_new(&r[i], redis.url, 2, 2000), FG_OK);
+        ck_assert_int_eq(fg_ratelimit_new(&rl[i], &c, r[i]), FG_OK);
+    }
+    hammer_t h[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        h[i] = (hammer_t){rl[i % 2], who, 0};
+        ck_assert_int_eq(pthread_create(&t[i], NULL, hammer_main, &h[i]), 0);
+    }
+    int total = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        total += h[i].allowed;
+    }
+    /* What a replica still holds once its refills landed is admitted too, then refused. */
+    for (int i = 0; i < 2; i++) {
+        fg_ratelimit_refills_wait(rl[i]);
+        hammer_t last = {rl[i], who, 0};
+        hammer_main(&last);
+        total += last.allowed;
+    }
+    ck_assert_int_eq(total, c.read_burst);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_uint_eq(fg_ratelimit_fallbacks(rl[i]), 0);
+        fg_ratelimit_free(rl[i]);
+        fg_redis_free(r[i]);
+    }
 }
 END_TEST
 
@@ -453,6 +557,8 @@ static Suite *ratelimit_suite(void) {
     tcase_add_test(tc, two_replicas_sharing_redis_get_exactly_the_limit);
     tcase_add_test(tc, reservations_ahead_still_stop_at_exactly_the_limit);
     tcase_add_test(tc, unused_reservation_is_refunded);
+    tcase_add_test(tc, healthy_reservation_is_refilled_off_the_request_path);
+    tcase_add_test(tc, concurrent_grants_are_added_not_overwritten);
     tcase_add_test(tc, list_remainder_is_forced_after_the_answer);
     tcase_add_test(tc, script_is_reloaded_after_script_flush);
     tcase_add_test(tc, redis_down_falls_back_to_local_buckets);
