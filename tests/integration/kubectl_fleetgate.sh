@@ -234,8 +234,10 @@ rc=$?
 if [ "$rc" = 0 ] && [ "$out" = "hello-stdin" ]; then ok "exec -i (stdin through, then closed)"
 else bad "exec -i (rc $rc)" "$out"; fi
 
-# -it under a pseudo-terminal (script(1)): the terminal's size reaches the process (resize)
-out=$(cd "$tmp" && COLUMNS=100 LINES=30 timeout 20 script -qec "stty cols 100 rows 30; kubectl --kubeconfig $tmp/kubeconfig --token $OP exec -it web-1 -- sh -c 'stty size; exit 0'" /dev/null 2>&1 | tr -d '\r')
+# -it under a pseudo-terminal (script(1)): the terminal's size reaches the process (resize).
+# kubectl sends the size once the session is open, so the process may start before it (as on a
+# real kubelet): it waits for a size, up to 5 s, instead of racing it.
+out=$(cd "$tmp" && COLUMNS=100 LINES=30 timeout 20 script -qec "stty cols 100 rows 30; kubectl --kubeconfig $tmp/kubeconfig --token $OP exec -it web-1 -- sh -c 'i=0; while [ \"\$(stty size)\" = \"0 0\" ] && [ \$i -lt 50 ]; do sleep 0.1; i=\$((i+1)); done; stty size; exit 0'" /dev/null 2>&1 | tr -d '\r')
 if echo "$out" | grep -q '30 100$'; then ok "exec -it (a tty, its size passed on)"
 else bad "exec -it" "$out"; fi
 
