@@ -27,7 +27,7 @@
  */
 #include "api_internal.h"
 #include "appspec.h"
-#include "writes.h"
+#include "workload.h"
 
 #include "fleetgate/cache.h"
 #include "fleetgate/fed.h"
@@ -62,6 +62,8 @@ typedef struct {
 typedef struct {
     char project[64], name[256];
     shard_t at[FG_FED_MAX_CLUSTERS];
+    json_t
+        *scalers; /* fleetgate's scalers of the app: {name: [indices of clusters with its HPA]} */
 } app_t;
 
 typedef struct {
@@ -143,19 +145,33 @@ static void file_app(const json_t *o, size_t c, app_t **apps, size_t *napps, jso
     snprintf(s->write, sizeof s->write, "%s", w ? w : "");
 }
 
-/* Marks the apps a scaler of cluster c targets (their replicas are the scaler's to set). */
+/* Marks the apps a scaler of cluster c targets (their replicas are the scaler's to set), and
+ * files the scalers fleetgate made under their app (they follow it when it moves). */
 static void file_scaler(const json_t *o, size_t c, app_t *apps, const json_t *index) {
     const json_t *t = json_object_get(o, "target");
     const char *kind = json_string_value(json_object_get(t, "kind")),
                *name = json_string_value(json_object_get(t, "name")),
-               *project = json_string_value(json_object_get(o, "project"));
+               *project = json_string_value(json_object_get(o, "project")),
+               *scaler = json_string_value(json_object_get(o, "name")),
+               *by = json_string_value(json_object_get(json_object_get(o, "labels"), MANAGED_BY));
     char key[330];
     if (kind == NULL || name == NULL || project == NULL || strcmp(kind, "Deployment") != 0)
         return;
     snprintf(key, sizeof key, "%s/%s", project, name);
     const json_t *at = json_object_get(index, key);
-    if (at)
-        apps[json_integer_value(at)].at[c].scaled = true;
+    if (at == NULL)
+        return;
+    app_t *a = &apps[json_integer_value(at)];
+    a->at[c].scaled = true;
+    if (scaler == NULL || by == NULL || strcmp(by, "fleetgate") != 0 ||
+        json_object_get(o, "deletionTime") != NULL)
+        return;
+    if (a->scalers == NULL)
+        a->scalers = json_object();
+    json_t *held = json_object_get(a->scalers, scaler);
+    if (held == NULL)
+        json_object_set_new(a->scalers, scaler, held = json_array());
+    json_array_append_new(held, json_integer((json_int_t)c));
 }
 
 /* Every managed app the cache shows, one entry an app (*apps: free()). FG_OK or FG_EIO. */
@@ -239,6 +255,67 @@ static bool needs_work(const app_t *a, const fleet_t *f) {
         bad = bad || f->bad[c];
     }
     return held > 0 && (differ || (int64_t)held != shards || bad);
+}
+
+/* ---- scalers follow their app ----------------------------------------------------------- */
+
+/* Puts every scaler of app a where the app is now (want[c]): its HPAs' clusters as the cache
+ * shows them are where its accepted spec is read (the reachable ones) and where one is deleted
+ * when the app left. Returns the number of scalers written. */
+static size_t follow_scalers(struct rc_apps *r, const fleet_t *f, const app_t *a,
+                             const bool *want) {
+    const char *at[FG_FED_MAX_CLUSTERS];
+    size_t n = 0, done = 0;
+    for (size_t c = 0; c < f->n; c++)
+        if (want[c])
+            at[n++] = f->cl[c].name;
+    const char *name;
+    json_t *held;
+    json_object_foreach(a->scalers, name, held) {
+        const char *have[FG_FED_MAX_CLUSTERS];
+        size_t nh = 0, i;
+        json_t *c;
+        json_array_foreach(held, i, c) {
+            size_t k = (size_t)json_integer_value(c);
+            if (k < f->n && !f->down[k])
+                have[nh++] = f->cl[k].name;
+        }
+        int failed = sc_follow_at(r->api, a->project, name, have, nh, at, n, RC_REQUESTED_BY);
+        if (failed >= 0) {
+            r->writes++;
+            done++;
+        }
+    }
+    return done;
+}
+
+/* Whether a scaler of app a (settled: not needing work itself) has its HPAs somewhere other
+ * than the app's Deployments: one deleted by hand, or a move it missed. Left for later while
+ * any of those clusters is unreachable (nothing could be read or deleted there). */
+static bool scalers_astray(const app_t *a, const fleet_t *f) {
+    const char *name;
+    json_t *held;
+    json_object_foreach(a->scalers, name, held) {
+        bool at[FG_FED_MAX_CLUSTERS] = {false};
+        size_t i;
+        json_t *c;
+        json_array_foreach(held, i, c) {
+            size_t k = (size_t)json_integer_value(c);
+            if (k < f->n)
+                at[k] = true;
+        }
+        bool differ = false;
+        for (size_t k = 0; k < f->n; k++) {
+            if ((at[k] || a->at[k].held) && f->down[k])
+                return false;
+            if (a->at[k].held && (a->at[k].stopped || a->at[k].write[0] == '\0'))
+                return false; /* stopped, or written before the labels: left alone */
+            differ = differ || at[k] != a->at[k].held;
+        }
+        if (differ)
+            return true;
+    }
+    return false;
 }
 
 /* ---- acting on one app ------------------------------------------------------------------ */
@@ -494,6 +571,15 @@ static void reconcile_app(struct rc_apps *r, const fleet_t *f, const app_t *a) {
                failed ? "; " : "", failed ? what : "");
         fg_fed_outcomes_clear(out, nw);
     }
+    if (moved && a->scalers) { /* its scalers go where the app went (the next pass retries) */
+        bool want[FG_FED_MAX_CLUSTERS] = {false};
+        json_object_foreach(target, name, v) {
+            ssize_t c = fleet_index(f, name);
+            if (c >= 0)
+                want[c] = true;
+        }
+        follow_scalers(r, f, a, want);
+    }
     free(explain_text);
 out:
     fg_fed_outcomes_clear(live, n);
@@ -530,9 +616,25 @@ void rc_apps_pass(void *ud) {
     json_t *pending = json_object();
     if (read_apps(r, f.n, &apps, &napps) == FG_OK) {
         for (size_t i = 0; i < napps; i++) {
-            if (!needs_work(&apps[i], &f))
+            char key[340];
+            if (!needs_work(&apps[i], &f)) {
+                /* a settled app whose scalers are elsewhere: they follow, once that lasted */
+                if (deleting(&apps[i], &f) || !scalers_astray(&apps[i], &f))
+                    continue;
+                snprintf(key, sizeof key, "scaler:%s/%s", apps[i].project, apps[i].name);
+                json_t *since = json_object_get(r->pending, key);
+                int64_t first = since ? json_integer_value(since) : now;
+                json_object_set_new(pending, key, json_integer(first));
+                if (now - first >= RC_SETTLE_MS && acted < RC_MAX_APPS_PASS) {
+                    bool want[FG_FED_MAX_CLUSTERS];
+                    for (size_t c = 0; c < f.n; c++)
+                        want[c] = apps[i].at[c].held;
+                    follow_scalers(r, &f, &apps[i], want);
+                    acted++;
+                    json_object_del(pending, key);
+                }
                 continue;
-            char key[330];
+            }
             snprintf(key, sizeof key, "%s/%s", apps[i].project, apps[i].name);
             json_t *since = json_object_get(r->pending, key);
             int64_t first = since ? json_integer_value(since) : now;
@@ -548,6 +650,8 @@ void rc_apps_pass(void *ud) {
         pending = NULL;
     }
     json_decref(pending);
+    for (size_t i = 0; i < napps; i++)
+        json_decref(apps[i].scalers);
     free(apps);
     fg_fed_registry_release(reg);
 }

@@ -1185,6 +1185,111 @@ START_TEST(scaler_keeps_the_app_within_bounds_and_follows_it) {
 }
 END_TEST
 
+/* The bounds of scaler web's HPA in cluster i (false when it has none). */
+static bool hpa_bounds(int i, long *lo, long *hi) {
+    json_t *h = ks_hpa(i);
+    if (h == NULL)
+        return false;
+    *lo = (long)json_integer_value(json_object_get(json_object_get(h, "spec"), "minReplicas"));
+    *hi = (long)json_integer_value(json_object_get(json_object_get(h, "spec"), "maxReplicas"));
+    json_decref(h);
+    return true;
+}
+
+/* Waits (bounded) until the HPAs of scaler web are want_lo[i]..want_hi[i] in cluster i (-1: no
+ * HPA there). */
+static bool hpas_converge(const long want_lo[3], const long want_hi[3], int seconds, long got[3]) {
+    for (int t = 0; t < seconds * 5; t++) {
+        bool same = true;
+        for (int i = 0; i < 3; i++) {
+            long lo = -1, hi = -1;
+            if (!hpa_bounds(i, &lo, &hi))
+                lo = hi = -1;
+            got[i] = lo * 100 + hi;
+            same = same && lo == want_lo[i] && hi == want_hi[i];
+        }
+        if (same)
+            return true;
+        sleep_ms(200);
+    }
+    return false;
+}
+
+/* The app reconciler moves an app off a drained cluster: its scaler follows (an HPA where the
+ * app went, with the bounds divided again, none left behind), without any request; an HPA
+ * deleted by hand where the app runs is made again. */
+START_TEST(scaler_follows_an_app_the_reconciler_moves) {
+    create_shop();
+    th_resp_t r;
+    char *body = fg_xasprintf("{\"name\": \"web\", \"spec\": {\"replicas\": 4, \"placement\": "
+                              "{\"policy\": \"Spread\"}, \"containers\": %s}}",
+                              two_containers);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+    json_t *d = NULL;
+    int x = tk_call(&ks, 0, "GET", "/apis/apps/v1/namespaces/shop/deployments/web", NULL, &d) == 200
+                ? 0
+                : 1,
+        y = 1 - x;
+    json_decref(d);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/scalers", dev,
+                          "{\"name\": \"web\", \"spec\": {\"app\": \"web\", \"minReplicas\": 3, "
+                          "\"maxReplicas\": 7, \"targets\": {\"cpuUtilization\": 50}}}",
+                          NULL, true, &r),
+                     201);
+    th_resp_free(&r);
+    long lo[3] = {-1, -1, 1}, hi[3] = {-1, -1, 3}, got[3];
+    lo[x] = 2;
+    hi[x] = 4;
+    ck_assert_msg(hpas_converge(lo, hi, 5, got), "c0 %ld c1 %ld c2 %ld", got[0], got[1], got[2]);
+    /* Every node of cluster x cordoned: the reconciler moves the app to y, and the scaler with
+     * it. */
+    json_t *nodes = NULL;
+    ck_assert_int_eq(tk_call(&ks, x, "GET", "/api/v1/nodes", NULL, &nodes), 200);
+    size_t i;
+    json_t *node;
+    json_array_foreach(json_object_get(nodes, "items"), i, node) {
+        char path[256];
+        snprintf(path, sizeof path, "/api/v1/nodes/%s",
+                 json_string_value(json_object_get(json_object_get(node, "metadata"), "name")));
+        ck_assert_int_eq(
+            tk_call(&ks, x, "PATCH", path, "{\"spec\": {\"unschedulable\": true}}", NULL), 200);
+    }
+    json_decref(nodes);
+    lo[y] = lo[x];
+    hi[y] = hi[x];
+    lo[x] = hi[x] = -1;
+    ck_assert_msg(hpas_converge(lo, hi, 45, got), "c0 %ld c1 %ld c2 %ld", got[0], got[1], got[2]);
+    d = NULL;
+    ck_assert_int_eq(
+        tk_call(&ks, y, "GET", "/apis/apps/v1/namespaces/shop/deployments/web", NULL, &d), 200);
+    json_decref(d);
+    json_t *h = ks_hpa(y);
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(json_object_get(h, "metadata"), "annotations"),
+                         "fleetgate.io/requested-by")),
+                     "fleetgate-reconciler");
+    json_decref(h);
+    /* The scaler as read: both bounds still the spec's, summed over the app's clusters. */
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/scalers/web", viewer, NULL, NULL, true, &r),
+                     200);
+    json_t *sc = body_json(&r);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(sc, "spec"), "minReplicas")), 3);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(sc, "spec"), "maxReplicas")), 7);
+    json_decref(sc);
+    /* An HPA deleted by hand where the app runs comes back. */
+    ck_assert_int_eq(tk_call(&ks, 2, "DELETE",
+                             "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/web",
+                             NULL, NULL),
+                     200);
+    ck_assert_msg(hpas_converge(lo, hi, 30, got), "c0 %ld c1 %ld c2 %ld", got[0], got[1], got[2]);
+}
+END_TEST
+
 static Suite *jobs_suite(void) {
     Suite *s = suite_create("jobs");
     TCase *tp = tcase_create("pods");
@@ -1212,6 +1317,7 @@ static Suite *jobs_suite(void) {
     tcase_set_timeout(ts, 120);
     tcase_add_test(ts, scale_outside_a_scalers_bounds_is_refused);
     tcase_add_test(ts, scaler_keeps_the_app_within_bounds_and_follows_it);
+    tcase_add_test(ts, scaler_follows_an_app_the_reconciler_moves);
     suite_add_tcase(s, ts);
     return s;
 }
