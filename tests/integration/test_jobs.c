@@ -1185,6 +1185,69 @@ START_TEST(scaler_keeps_the_app_within_bounds_and_follows_it) {
 }
 END_TEST
 
+static bool cron_schedule_is(int i, const char *name, const char *want, int seconds) {
+    char buf[128];
+    for (int t = 0; t < seconds * 5; t++) {
+        if (strcmp(ks_schedule(i, name, buf, sizeof buf), want) == 0)
+            return true;
+        sleep_ms(200);
+    }
+    return false;
+}
+
+/* The reconciler repairs a cron job's CronJobs: one deleted by hand is made again (its share,
+ * its schedule), one whose schedule was edited by hand gets the cron job's back, and a delete
+ * that marked the CronJobs but did not finish is finished. */
+START_TEST(cronjob_repaired_by_the_reconciler) {
+    create_shop();
+    th_resp_t r;
+    char *body = cron_body("nightly", "0 3 * * *", "Forbid"), buf[128];
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/cronjobs", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+    ck_assert_str_eq(ks_schedule(0, "nightly", buf, sizeof buf), "0 3 * * *");
+    ck_assert_str_eq(ks_schedule(1, "nightly", buf, sizeof buf), "(none)");
+    ck_assert_int_eq(
+        tk_call(&ks, 2, "DELETE", "/apis/batch/v1/namespaces/shop/cronjobs/nightly", NULL, NULL),
+        200);
+    ck_assert_msg(cron_schedule_is(2, "nightly", "0 3 * * *", 30), "c2: %s",
+                  ks_schedule(2, "nightly", buf, sizeof buf));
+    json_t *cj = ks_cron(2, "nightly");
+    ck_assert_str_eq(ann(cj, "fleetgate.io/requested-by"), "fleetgate-reconciler");
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(
+            json_object_get(json_object_get(json_object_get(cj, "spec"), "jobTemplate"), "spec"),
+            "completions")),
+        1);
+    json_decref(cj);
+    ck_assert_str_eq(ks_schedule(1, "nightly", buf, sizeof buf), "(none)");
+    /* kubectl edit in one cluster: the cron job's schedule comes back. */
+    ck_assert_int_eq(tk_call(&ks, 0, "PATCH", "/apis/batch/v1/namespaces/shop/cronjobs/nightly",
+                             "{\"spec\": {\"schedule\": \"*/5 * * * *\"}}", NULL),
+                     200);
+    ck_assert_msg(cron_schedule_is(0, "nightly", "0 3 * * *", 30), "c0: %s",
+                  ks_schedule(0, "nightly", buf, sizeof buf));
+    /* The read shows one cron job with its schedule. */
+    ck_assert_int_eq(
+        call("GET", "/v1/projects/shop/cronjobs/nightly", viewer, NULL, NULL, true, &r), 200);
+    ck_assert_msg(strstr(r.body, "0 3 * * *"), "%s", r.body);
+    th_resp_free(&r);
+    /* A delete whose mark reached c0 only (its DELETEs failed): the reconciler finishes it. */
+    ck_assert_int_eq(tk_call(&ks, 0, "PATCH", "/apis/batch/v1/namespaces/shop/cronjobs/nightly",
+                             "{\"metadata\": {\"labels\": {\"fleetgate.io/deleting\": \"true\"}}}",
+                             NULL),
+                     200);
+    bool gone = false;
+    for (int t = 0; t < 150 && !gone; t++) {
+        gone = strcmp(ks_schedule(0, "nightly", buf, sizeof buf), "(none)") == 0 &&
+               strcmp(ks_schedule(2, "nightly", buf, sizeof buf), "(none)") == 0;
+        if (!gone)
+            sleep_ms(200);
+    }
+    ck_assert_msg(gone, "the marked cron job was not deleted everywhere");
+}
+END_TEST
+
 /* The bounds of scaler web's HPA in cluster i (false when it has none). */
 static bool hpa_bounds(int i, long *lo, long *hi) {
     json_t *h = ks_hpa(i);
@@ -1311,6 +1374,7 @@ static Suite *jobs_suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, cronjob_runs_suspends_triggers_and_changes);
     tcase_add_test(tc, cronjob_refusals);
+    tcase_add_test(tc, cronjob_repaired_by_the_reconciler);
     suite_add_tcase(s, tc);
     TCase *ts = tcase_create("scalers");
     tcase_add_checked_fixture(ts, setup, teardown);
