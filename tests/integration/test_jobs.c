@@ -664,6 +664,29 @@ START_TEST(jobset_refusals_idempotency_and_delete) {
     ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", viewer, body, NULL, true, &r), 403);
     th_resp_free(&r);
     ck_assert_int_eq(creates(), before);
+    /* Dry run: the placement and each cluster's share, nothing written, no quota held. */
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/jobsets?dryRun=true", dev, body, NULL, true, &r), 200);
+    json_t *dr = body_json(&r);
+    th_resp_free(&r);
+    ck_assert(json_is_true(json_object_get(dr, "dryRun")));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(dr, "jobSet"), "name")),
+                     "once");
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(dr, "placement"), "clusters"));
+    long sum = 0;
+    size_t si;
+    json_t *share;
+    json_array_foreach(json_object_get(dr, "shares"), si, share) {
+        sum += (long)json_integer_value(json_object_get(share, "completions"));
+    }
+    ck_assert_int_gt(json_array_size(json_object_get(dr, "shares")), 0);
+    ck_assert_int_eq(sum, 2);
+    json_decref(dr);
+    ck_assert_int_eq(creates(), before);
+    ck_assert_int_eq(quota_pods_used(), 0);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/jobsets?dryRun=true", viewer, body, NULL, true, &r), 403);
+    th_resp_free(&r);
     /* Idempotency-Key: the retry answers the same and creates nothing more. */
     for (int i = 0; i < 2; i++) {
         ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, body,
@@ -677,6 +700,10 @@ START_TEST(jobset_refusals_idempotency_and_delete) {
     /* Quota: more pods at once than the tier holds. */
     char *big = jobset_body("big", 30, 30, "[\"true\"]", NULL);
     ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, big, NULL, true, &r), 409);
+    ck_assert_msg(strstr(r.body, "quota"), "%s", r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/jobsets?dryRun=true", dev, big, NULL, true, &r), 409);
     ck_assert_msg(strstr(r.body, "quota"), "%s", r.body);
     th_resp_free(&r);
     free(big);
