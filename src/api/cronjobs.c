@@ -27,6 +27,11 @@
 
 #define CRONJOBS "cronjobs"
 
+/* The configuration (its sidecar catalogue). */
+static const fg_config_t *cfg_of(fg_req_t *req) {
+    const fg_api_t *api = fg_req_app(req);
+    return api->cfg;
+}
 /* ---- reading what is there ------------------------------------------------------------- */
 
 static int reply_cronjob(fg_req_t *req, const char *project, const char *name, unsigned status,
@@ -145,6 +150,8 @@ int fg_api_create_cronjob(fg_req_t *req) {
     vd_t v;
     vd_init(&v);
     cj_validate(&v, cj);
+    as_validate_sidecars_at(&v, json_object_get(json_object_get(cj, "spec"), "jobTemplate"),
+                            cfg_of(req), "/spec/jobTemplate");
     if (!vd_ok(&v)) {
         rc = vd_reply(req, &v);
         goto out;
@@ -179,7 +186,7 @@ int fg_api_create_cronjob(fg_req_t *req) {
     ann = cron_annotations(req, spec, explain);
     snprintf(path, sizeof path, "/apis/batch/v1/namespaces/%s/cronjobs", project);
     for (n = 0; n < k; n++) {
-        objs_new[n] = cj_cronjob(cj, project, comp[n], par[n], off[n], ann);
+        objs_new[n] = cj_cronjob(cj, project, comp[n], par[n], off[n], ann, cfg_of(req));
         cj_mark_shards(objs_new[n], k);
         w[n] = (fg_fed_write_t){
             .cluster = cluster[n], .method = FG_KUBE_POST, .path = path, .body = objs_new[n]};
@@ -284,7 +291,7 @@ static int replace_with(fg_req_t *req, cron_t *j, const json_t *next, const json
             continue;
         w[n] = (fg_fed_write_t){.cluster = name, .path = j->path};
         if (s < k) {
-            bodies[n] = cj_cronjob(next, j->project, comp[s], par[s], off[s], ann);
+            bodies[n] = cj_cronjob(next, j->project, comp[s], par[s], off[s], ann, api->cfg);
             cj_mark_shards(bodies[n], k);
             w[n].body = bodies[n];
             w[n].method = holds ? FG_KUBE_PUT : FG_KUBE_POST;
@@ -339,6 +346,8 @@ static int change_cron(fg_req_t *req, bool merge) {
     }
     next = merge ? fg_json_merge_patch(cur, fg_req_json(req)) : json_incref(fg_req_json(req));
     cj_validate(&v, next);
+    as_validate_sidecars_at(&v, json_object_get(json_object_get(next, "spec"), "jobTemplate"),
+                            cfg_of(req), "/spec/jobTemplate");
     const char *name = json_string_value(json_object_get(next, "name"));
     if (vd_ok(&v) && strcmp(name, j.name) != 0)
         vd_add(&v, "/name", "must be the cron job's name, %s (a cron job cannot be renamed)",
@@ -743,7 +752,7 @@ int cj_repair(fg_api_t *api, const char *project, const char *name, const char *
             }
         if (held && cur == NULL)
             continue; /* could not be read: next pass */
-        json_t *b = cj_cronjob(cj, project, comp[i], par[i], off[i], ann);
+        json_t *b = cj_cronjob(cj, project, comp[i], par[i], off[i], ann, api->cfg);
         cj_mark_shards(b, k);
         const json_t *own =
             cur ? json_object_get(json_object_get(cur, "spec"), "suspend") : suspend;

@@ -24,6 +24,12 @@
 
 #define JOBS "jobs"
 
+/* The configuration (its sidecar catalogue). */
+static const fg_config_t *cfg_of(fg_req_t *req) {
+    const fg_api_t *api = fg_req_app(req);
+    return api->cfg;
+}
+
 /* Answers the job set as the cache shows it, with the write's placement and outcomes. When
  * the cache shows its Jobs in at least `cached` clusters, the reservation of spec's tier is
  * dropped (spec not NULL): from now on the cache counts the job set. */
@@ -119,6 +125,7 @@ int fg_api_create_jobset(fg_req_t *req) {
     vd_t v;
     vd_init(&v);
     js_validate(&v, js);
+    as_validate_sidecars_at(&v, json_object_get(js, "spec"), cfg_of(req), "/spec");
     if (!vd_ok(&v)) {
         rc = vd_reply(req, &v);
         goto out;
@@ -162,7 +169,7 @@ int fg_api_create_jobset(fg_req_t *req) {
     wr_stamp(req, ann);
     snprintf(path, sizeof path, "/apis/batch/v1/namespaces/%s/jobs", project);
     for (n = 0; n < k; n++) {
-        jobs[n] = js_job(js, project, comp[n], par[n], off[n], ann);
+        jobs[n] = js_job(js, project, comp[n], par[n], off[n], ann, cfg_of(req));
         w[n] = (fg_fed_write_t){
             .cluster = cluster[n], .method = FG_KUBE_POST, .path = path, .body = jobs[n]};
     }

@@ -113,7 +113,9 @@ static void setup(void) {
              " \"auth\": {\"issuer\": \"https://id.test\", \"audience\": \"fleetgate\","
              "  \"keys\": [{\"kid\": \"rsa1\", \"pem_file\": \"%s\", \"algs\": [\"RS256\"]}],"
              "  \"audit_log\": \"%s/audit.log\"},"
-             " \"rate_limits\": {\"enabled\": false}}",
+             " \"rate_limits\": {\"enabled\": false},"
+             " \"sidecars\": [{\"name\": \"envoy\", \"image\": \"envoyproxy/envoy:v1.30\","
+             "  \"cpu\": \"50m\", \"memory\": \"64Mi\"}]}",
              redis.url, cl[0], cl[1], cl[2], keys.rsa_pub, keys.dir);
     char log[160];
     snprintf(log, sizeof log, "%s/daemon.log", keys.dir);
@@ -642,6 +644,81 @@ static long creates(void) {
     return tk_requests(&ks, 0, "create") + tk_requests(&ks, 1, "create") +
            tk_requests(&ks, 2, "create");
 }
+
+static json_t *ks_cron(int i, const char *name);
+
+/* Managed sidecars from the platform's catalogue, as apps take them: injected after the job's
+ * containers in every cluster's Job (and a cron job's template); unknown or repeated names are
+ * 422 with their pointers, and nothing is created. */
+START_TEST(jobset_and_cronjob_take_catalogue_sidecars) {
+    create_shop();
+    th_resp_t r;
+    long before = creates();
+    char *bad = jobset_body("side", 2, 2, "[\"true\"]",
+                            ", \"sidecars\": [\"istio\", \"envoy\", \"envoy\", \"work\"]");
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, bad, NULL, true, &r), 422);
+    static const char *const pointers[] = {"/spec/sidecars/0", "/spec/sidecars/2",
+                                           "/spec/sidecars/3"};
+    for (size_t i = 0; i < 3; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "\"pointer\":\"%s\"", pointers[i]);
+        ck_assert_msg(strstr(r.body, want), "%s missing: %s", pointers[i], r.body);
+    }
+    ck_assert_msg(strstr(r.body, "no managed sidecar istio"), "%s", r.body);
+    th_resp_free(&r);
+    free(bad);
+    ck_assert_int_eq(creates(), before);
+    char *body = jobset_body("side", 2, 2, "[\"true\"]", ", \"sidecars\": [\"envoy\"]");
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+    for (int i = 0; i < 3; i += 2) {
+        json_t *job = ks_job(i, "side");
+        ck_assert_ptr_nonnull(job);
+        const json_t *cs = json_object_get(
+            json_object_get(json_object_get(json_object_get(job, "spec"), "template"), "spec"),
+            "containers");
+        ck_assert_int_eq(json_array_size(cs), 2);
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(cs, 0), "name")), "work");
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(cs, 1), "name")),
+                         "envoy");
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(cs, 1), "image")),
+                         "envoyproxy/envoy:v1.30");
+        json_decref(job);
+    }
+    /* A cron job's template: the pointer is the template's. */
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/cronjobs", dev,
+             "{\"name\": \"c\", \"spec\": {\"schedule\": \"@hourly\", \"jobTemplate\": "
+             "{\"sidecars\": [\"istio\"], \"containers\": [{\"name\": \"w\", \"image\": "
+             "\"x:1\"}]}}}",
+             NULL, true, &r),
+        422);
+    ck_assert_msg(strstr(r.body, "\"pointer\":\"/spec/jobTemplate/sidecars/0\""), "%s", r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/cronjobs", dev,
+             "{\"name\": \"c\", \"spec\": {\"schedule\": \"@hourly\", \"jobTemplate\": "
+             "{\"sidecars\": [\"envoy\"], \"placement\": {\"clusterSelector\": "
+             "{\"matchLabels\": {\"env\": \"dev\"}}}, \"containers\": [{\"name\": \"w\", "
+             "\"image\": \"x:1\"}]}}}",
+             NULL, true, &r),
+        201);
+    th_resp_free(&r);
+    json_t *cj = ks_cron(1, "c");
+    ck_assert_ptr_nonnull(cj);
+    const json_t *cs = json_object_get(
+        json_object_get(json_object_get(json_object_get(json_object_get(json_object_get(cj, "spec"),
+                                                                        "jobTemplate"),
+                                                        "spec"),
+                                        "template"),
+                        "spec"),
+        "containers");
+    ck_assert_int_eq(json_array_size(cs), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(cs, 1), "name")), "envoy");
+    json_decref(cj);
+}
+END_TEST
 
 START_TEST(jobset_refusals_idempotency_and_delete) {
     create_shop();
@@ -1395,6 +1472,7 @@ static Suite *jobs_suite(void) {
     tcase_add_test(tj, jobset_with_failing_pods_ends_failed_with_reason);
     tcase_add_test(tj, jobset_suspend_stops_and_resume_restarts_pods);
     tcase_add_test(tj, jobset_refusals_idempotency_and_delete);
+    tcase_add_test(tj, jobset_and_cronjob_take_catalogue_sidecars);
     suite_add_tcase(s, tj);
     TCase *tc = tcase_create("cronjobs");
     tcase_add_checked_fixture(tc, setup, teardown);
