@@ -452,13 +452,18 @@ void as_mark(json_t *metadata, const json_t *shards, const char *cluster) {
 /* ---- managed sidecars ----------------------------------------------------------------------- */
 
 void as_validate_sidecars(vd_t *v, const json_t *spec, const fg_config_t *cfg) {
+    as_validate_sidecars_at(v, spec, cfg, "/spec");
+}
+
+void as_validate_sidecars_at(vd_t *v, const json_t *spec, const fg_config_t *cfg, const char *ptr) {
     const json_t *sc = json_object_get(spec, "sidecars");
-    char p[VD_PTR_MAX];
+    char p[VD_PTR_MAX], base[VD_PTR_MAX];
+    vd_ptr(base, ptr, "sidecars");
     for (size_t i = 0; json_is_array(sc) && i < json_array_size(sc); i++) {
         const char *name = json_string_value(json_array_get(sc, i));
         if (name == NULL)
             continue; /* as_validate said so */
-        vd_ptr_i(p, "/spec/sidecars", i);
+        vd_ptr_i(p, base, i);
         if (fg_config_sidecar(cfg, name) == NULL) {
             vd_add(v, p, "no managed sidecar %s in the platform's catalogue", name);
             continue;
@@ -471,7 +476,7 @@ void as_validate_sidecars(vd_t *v, const json_t *spec, const fg_config_t *cfg) {
         json_array_foreach(json_object_get(spec, "containers"), k, c) {
             const char *cn = json_string_value(json_object_get(c, "name"));
             if (cn && strcmp(cn, name) == 0)
-                vd_add(v, p, "is the name of container /spec/containers/%zu", k);
+                vd_add(v, p, "is the name of container %s/containers/%zu", ptr, k);
         }
     }
 }
@@ -558,19 +563,17 @@ void as_validate_pod_parts(vd_t *v, const json_t *spec, const char *ptr) {
                            json_object_get(json_array_get(cs, i), "name")))
                 vd_add(v, vd_ptr(q, p, "name"), "is the name of another container");
     }
-    /* Job sets do not take managed sidecars yet (apps do: as_validate_sidecars): every name is
-     * refused rather than silently dropped. */
+    /* names only here, as for apps: the catalogue is the configuration's
+     * (as_validate_sidecars_at, called by the handlers) */
     const json_t *sc = json_object_get(spec, "sidecars");
     vd_ptr(base, ptr, "sidecars");
     if (sc && (!json_is_array(sc) || json_array_size(sc) > 8))
         vd_add(v, base, "must be an array of at most 8 names");
     for (size_t i = 0; json_is_array(sc) && i < json_array_size(sc); i++)
-        if (vd_dns_label(v, json_array_get(sc, i), vd_ptr_i(p, base, i), 63))
-            vd_add(v, p, "no managed sidecar %s in the platform's catalogue",
-                   json_string_value(json_array_get(sc, i)));
+        vd_dns_label(v, json_array_get(sc, i), vd_ptr_i(p, base, i), 63);
 }
 
-json_t *as_pod_spec(const json_t *spec, const json_t *extra_env) {
+json_t *as_pod_spec(const json_t *spec, const json_t *extra_env, const fg_config_t *cfg) {
     json_t *containers = json_array();
     const json_t *c;
     size_t i;
@@ -586,6 +589,9 @@ json_t *as_pod_spec(const json_t *spec, const json_t *extra_env) {
         }
         json_array_append_new(containers, k);
     }
+    json_t *sidecars = as_sidecar_containers(spec, cfg); /* after the job's own, as for apps */
+    json_array_foreach(sidecars, i, c) json_array_append_new(containers, k8s_container(c));
+    json_decref(sidecars);
     json_t *pod = json_pack("{s:o}", "containers", containers);
     if (strcmp(as_tier(spec), "Preemptible") == 0)
         json_object_set_new(pod, "tolerations",

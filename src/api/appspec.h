@@ -17,6 +17,9 @@ void as_validate(vd_t *v, const json_t *app);
 /* Every name of spec.sidecars that the catalogue (cfg->sidecars) does not hold, that is named
  * twice, or that is the name of one of the app's containers, into v. */
 void as_validate_sidecars(vd_t *v, const json_t *spec, const fg_config_t *cfg);
+/* The same for a spec whose JSON Pointer is ptr (a job set's "/spec", a cron job's
+ * "/spec/jobTemplate"). */
+void as_validate_sidecars_at(vd_t *v, const json_t *spec, const fg_config_t *cfg, const char *ptr);
 /* The catalogue's sidecars a (valid) spec names, as the API's containers ({name, image, ports,
  * resources, env}), so quotas and placement count them as the app's own. A new reference. */
 json_t *as_sidecar_containers(const json_t *spec, const fg_config_t *cfg);
@@ -62,8 +65,9 @@ void as_write_hash(const char *spec_text, const json_t *shards, char out[17]);
 /* The tier, placement, containers and sidecars of spec (an app's or a job set's), whose JSON
  * Pointer is ptr, into v (job sets: jobsets.c). */
 void as_validate_pod_parts(vd_t *v, const json_t *spec, const char *ptr);
-/* The pod spec of a (valid) spec's containers, each with extra_env appended (may be NULL), and
- * the Preemptible toleration. A new reference. */
-json_t *as_pod_spec(const json_t *spec, const json_t *extra_env);
+/* The pod spec of a (valid) spec's containers, each with extra_env appended (may be NULL), then
+ * the catalogue's sidecars it names (cfg; NULL: none), and the Preemptible toleration. A new
+ * reference. */
+json_t *as_pod_spec(const json_t *spec, const json_t *extra_env, const fg_config_t *cfg);
 
 #endif

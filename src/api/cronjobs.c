@@ -27,6 +27,11 @@
 
 #define CRONJOBS "cronjobs"
 
+/* The configuration (its sidecar catalogue). */
+static const fg_config_t *cfg_of(fg_req_t *req) {
+    const fg_api_t *api = fg_req_app(req);
+    return api->cfg;
+}
 /* ---- reading what is there ------------------------------------------------------------- */
 
 static int reply_cronjob(fg_req_t *req, const char *project, const char *name, unsigned status,
@@ -107,8 +112,20 @@ static json_t *cron_annotations(fg_req_t *req, const json_t *spec, const json_t 
     json_object_set_new(a, "fleetgate.io/placement", json_string(e));
     free(s);
     free(e);
+    char at[24]; /* which CronJob holds the newest write, when a write reached some only */
+    snprintf(at, sizeof at, "%lld", (long long)fg_wall_ms());
+    json_object_set_new(a, AS_SPEC_AT_ANN, json_string(at));
     wr_stamp(req, a);
     return a;
+}
+
+/* Labels one cluster's CronJob with the number of clusters the write put the cron job in, so
+ * the reconciler sees one missing from the cache alone (as apps' AS_SHARDS_LABEL). */
+static void cj_mark_shards(json_t *cronjob, size_t shards) {
+    char n[24];
+    snprintf(n, sizeof n, "%zu", shards);
+    json_object_set_new(json_object_get(json_object_get(cronjob, "metadata"), "labels"),
+                        AS_SHARDS_LABEL, json_string(n));
 }
 
 /* Places the job template (min(parallelism, completions) pods, at least one) over every
@@ -133,6 +150,8 @@ int fg_api_create_cronjob(fg_req_t *req) {
     vd_t v;
     vd_init(&v);
     cj_validate(&v, cj);
+    as_validate_sidecars_at(&v, json_object_get(json_object_get(cj, "spec"), "jobTemplate"),
+                            cfg_of(req), "/spec/jobTemplate");
     if (!vd_ok(&v)) {
         rc = vd_reply(req, &v);
         goto out;
@@ -167,7 +186,8 @@ int fg_api_create_cronjob(fg_req_t *req) {
     ann = cron_annotations(req, spec, explain);
     snprintf(path, sizeof path, "/apis/batch/v1/namespaces/%s/cronjobs", project);
     for (n = 0; n < k; n++) {
-        objs_new[n] = cj_cronjob(cj, project, comp[n], par[n], off[n], ann);
+        objs_new[n] = cj_cronjob(cj, project, comp[n], par[n], off[n], ann, cfg_of(req));
+        cj_mark_shards(objs_new[n], k);
         w[n] = (fg_fed_write_t){
             .cluster = cluster[n], .method = FG_KUBE_POST, .path = path, .body = objs_new[n]};
     }
@@ -271,7 +291,8 @@ static int replace_with(fg_req_t *req, cron_t *j, const json_t *next, const json
             continue;
         w[n] = (fg_fed_write_t){.cluster = name, .path = j->path};
         if (s < k) {
-            bodies[n] = cj_cronjob(next, j->project, comp[s], par[s], off[s], ann);
+            bodies[n] = cj_cronjob(next, j->project, comp[s], par[s], off[s], ann, api->cfg);
+            cj_mark_shards(bodies[n], k);
             w[n].body = bodies[n];
             w[n].method = holds ? FG_KUBE_PUT : FG_KUBE_POST;
             w[n].path = holds ? j->path : j->coll;
@@ -325,6 +346,8 @@ static int change_cron(fg_req_t *req, bool merge) {
     }
     next = merge ? fg_json_merge_patch(cur, fg_req_json(req)) : json_incref(fg_req_json(req));
     cj_validate(&v, next);
+    as_validate_sidecars_at(&v, json_object_get(json_object_get(next, "spec"), "jobTemplate"),
+                            cfg_of(req), "/spec/jobTemplate");
     const char *name = json_string_value(json_object_get(next, "name"));
     if (vd_ok(&v) && strcmp(name, j.name) != 0)
         vd_add(&v, "/name", "must be the cron job's name, %s (a cron job cannot be renamed)",
@@ -361,11 +384,18 @@ int fg_api_delete_cronjob(fg_req_t *req) {
     snprintf(path, sizeof path, "%s?propagationPolicy=Background", j.path);
     fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
     fg_fed_outcome_t o[FG_FED_MAX_CLUSTERS];
-    size_t n = cron_writes(&j, FG_KUBE_DELETE, path, NULL, w);
+    /* marked everywhere first: a delete some cluster then fails is finished by the reconciler,
+     * which would otherwise make the deleted ones again */
+    json_t *mark = json_pack("{s:{s:{s:s}}}", "metadata", "labels", AS_DELETING_LABEL, "true");
+    size_t n = cron_writes(&j, FG_KUBE_PATCH, j.path, mark, w);
     int rc = FG_OK;
     memset(o, 0, sizeof o);
-    if (wr_audit_or_reply(req, "delete the cron job's CronJobs and their runs") &&
-        wr_fanout_or_reply(req, w, n, o)) {
+    bool marked = wr_audit_or_reply(req, "delete the cron job's CronJobs and their runs") &&
+                  wr_fanout_or_reply(req, w, n, o);
+    fg_fed_outcomes_clear(o, n);
+    json_decref(mark);
+    n = marked ? cron_writes(&j, FG_KUBE_DELETE, path, NULL, w) : 0;
+    if (marked && wr_fanout_or_reply(req, w, n, o)) {
         wr_wait_applied(req, w, o, n, "cronjob", CRONJOBS, j.project, j.name, true);
         rc = fg_reply_static(req, 204, "application/json", "", 0);
     }
@@ -593,4 +623,180 @@ out:
     json_decref(proj);
     rd_objs_free(j.objs, j.c.nparts);
     return rc;
+}
+
+/* ---- the reconciler's repair ----------------------------------------------------------------
+ *
+ * A cron job whose CronJobs the cache shows in fewer or more clusters than its last write
+ * labelled (AS_SHARDS_LABEL), or with different schedules, concurrency policies or time zones
+ * in different clusters (one edited by hand), is written again from what its CronJobs carry:
+ * the spec as accepted (fleetgate.io/spec) over the clusters its recorded placement chose
+ * (fleetgate.io/placement), each with its share. POST where one is missing, PUT (with the
+ * resourceVersion read) where one drifted, DELETE where one is left outside the placement. A
+ * CronJob's suspend is its own (suspend/resume write it alone): kept as the cluster has it, and
+ * a re-made one takes that of the others. */
+
+/* Whether the live CronJob differs from body in what a write of fleetgate sets. */
+static bool cron_drifted(const json_t *live, const json_t *body) {
+    static const char *const fields[] = {"schedule", "concurrencyPolicy", "timeZone",
+                                         "startingDeadlineSeconds", NULL};
+    const json_t *ls = json_object_get(live, "spec"), *bs = json_object_get(body, "spec");
+    for (size_t i = 0; fields[i]; i++) {
+        const json_t *a = json_object_get(ls, fields[i]), *b = json_object_get(bs, fields[i]);
+        if ((a == NULL) != (b == NULL) || (a && !json_equal(a, b)))
+            return true;
+    }
+    static const char *const numbers[] = {"completions", "parallelism", NULL};
+    const json_t *lj = json_object_get(json_object_get(ls, "jobTemplate"), "spec"),
+                 *bj = json_object_get(json_object_get(bs, "jobTemplate"), "spec");
+    for (size_t i = 0; numbers[i]; i++)
+        if (json_integer_value(json_object_get(lj, numbers[i])) !=
+            json_integer_value(json_object_get(bj, numbers[i])))
+            return true;
+    return false;
+}
+
+int cj_repair(fg_api_t *api, const char *project, const char *name, const char *const *have,
+              size_t nhave, const char *const *up, size_t nup, const char *who) {
+    cron_t j = {.project = project, .name = name};
+    snprintf(j.coll, sizeof j.coll, "/apis/batch/v1/namespaces/%s/cronjobs", project);
+    snprintf(j.path, sizeof j.path, "%s/%s", j.coll, name);
+    char del[300];
+    snprintf(del, sizeof del, "%s?propagationPolicy=Background", j.path);
+    fg_fed_write_t lw[FG_FED_MAX_CLUSTERS], w[FG_FED_MAX_CLUSTERS];
+    fg_fed_outcome_t live[FG_FED_MAX_CLUSTERS], o[FG_FED_MAX_CLUSTERS];
+    json_t *bodies[FG_FED_MAX_CLUSTERS] = {NULL}, *placement = NULL, *ann = NULL;
+    size_t nl = 0, n = 0, k = 0, i;
+    for (i = 0; i < nhave && nl < FG_FED_MAX_CLUSTERS; i++)
+        lw[nl++] = (fg_fed_write_t){.cluster = have[i], .method = FG_KUBE_GET, .path = j.path};
+    memset(live, 0, sizeof live);
+    memset(o, 0, sizeof o);
+    fg_fed_write_all(api->fed, lw, nl, WR_CLUSTER_DEADLINE_MS, live);
+    /* the newest write the CronJobs hold (fleetgate.io/spec-at), with its spec and placement */
+    const json_t *first = NULL;
+    size_t best = 0;
+    int64_t best_at = -2;
+    for (i = 0; i < nl; i++) {
+        const json_t *a =
+            json_object_get(json_object_get(live[i].object, "metadata"), "annotations");
+        const char *t = json_string_value(json_object_get(a, AS_SPEC_AT_ANN));
+        int64_t at = -1;
+        if (t == NULL || fg_parse_int64(t, strlen(t), 0, INT64_MAX, &at) != FG_OK)
+            at = -1;
+        if (live[i].object && json_object_get(a, "fleetgate.io/placement") && at > best_at) {
+            best = i;
+            best_at = at;
+            first = live[i].object;
+        }
+    }
+    json_t *cj = first ? accepted(&j, &live[best], 1) : NULL;
+    const char *pl = cj ? json_string_value(json_object_get(
+                              json_object_get(json_object_get(first, "metadata"), "annotations"),
+                              "fleetgate.io/placement"))
+                        : NULL;
+    if (pl == NULL || fg_json_load(pl, strlen(pl), &placement, NULL, 0) != FG_OK ||
+        !json_is_array(json_object_get(placement, "clusters"))) {
+        FG_LOG(FG_LOG_WARN, NULL,
+               "%s: cron job %s/%s not repaired: no CronJob of it could be read with its spec "
+               "and placement",
+               who, project, name);
+        n = 0;
+        goto out;
+    }
+    /* the shares of the recorded placement, as js_shares makes them */
+    const json_t *tmpl = json_object_get(json_object_get(cj, "spec"), "jobTemplate");
+    const char *chosen[FG_FED_MAX_CLUSTERS];
+    int64_t wt[FG_FED_MAX_CLUSTERS], wsum = 0, comp[FG_FED_MAX_CLUSTERS], par[FG_FED_MAX_CLUSTERS],
+                                     off[FG_FED_MAX_CLUSTERS];
+    json_t *v;
+    json_array_foreach(json_object_get(placement, "clusters"), i, v) {
+        const char *c = json_string_value(json_object_get(v, "cluster"));
+        int64_t r = json_integer_value(json_object_get(v, "replicas"));
+        if (c && json_is_true(json_object_get(v, "chosen")) && r > 0 && k < FG_FED_MAX_CLUSTERS) {
+            chosen[k] = c;
+            wt[k] = r;
+            wsum += wt[k++];
+        }
+    }
+    if (k == 0)
+        goto out;
+    js_split(js_number(tmpl, JS_COMPLETIONS), wt, k, wsum, comp);
+    js_split(js_number(tmpl, JS_PARALLELISM), wt, k, wsum, par);
+    for (i = 0; i < k; i++)
+        off[i] = i == 0 ? 0 : off[i - 1] + comp[i - 1];
+    ann = json_object();
+    char *text = fg_json_dumps(json_object_get(cj, "spec"), NULL);
+    json_object_set_new(ann, "fleetgate.io/spec", json_string(text));
+    json_object_set_new(ann, "fleetgate.io/placement", json_string(pl));
+    if (best_at >= 0) /* the record's own time: a user's later write stays the newer */
+        json_object_set(
+            ann, AS_SPEC_AT_ANN,
+            json_object_get(json_object_get(json_object_get(first, "metadata"), "annotations"),
+                            AS_SPEC_AT_ANN));
+    json_object_set_new(ann, "fleetgate.io/requested-by", json_string(who));
+    json_object_set_new(ann, "fleetgate.io/request-id", json_string(who));
+    free(text);
+    const json_t *suspend = json_object_get(json_object_get(first, "spec"), "suspend");
+    for (i = 0; i < k; i++) {
+        bool reachable = false;
+        for (size_t u = 0; u < nup; u++)
+            reachable = reachable || strcmp(up[u], chosen[i]) == 0;
+        if (!reachable)
+            continue; /* back later: the next pass finds it short */
+        const json_t *cur = NULL;
+        bool held = false;
+        for (size_t l = 0; l < nl; l++)
+            if (strcmp(lw[l].cluster, chosen[i]) == 0) {
+                held = true;
+                cur = live[l].object;
+            }
+        if (held && cur == NULL)
+            continue; /* could not be read: next pass */
+        json_t *b = cj_cronjob(cj, project, comp[i], par[i], off[i], ann, api->cfg);
+        cj_mark_shards(b, k);
+        const json_t *own =
+            cur ? json_object_get(json_object_get(cur, "spec"), "suspend") : suspend;
+        json_object_set_new(json_object_get(b, "spec"), "suspend", json_boolean(json_is_true(own)));
+        if (cur && !cron_drifted(cur, b)) {
+            json_decref(b);
+            continue;
+        }
+        if (cur)
+            json_object_set(json_object_get(b, "metadata"), "resourceVersion",
+                            json_object_get(json_object_get(cur, "metadata"), "resourceVersion"));
+        bodies[n] = b;
+        w[n++] = (fg_fed_write_t){.cluster = chosen[i],
+                                  .method = cur ? FG_KUBE_PUT : FG_KUBE_POST,
+                                  .path = cur ? j.path : j.coll,
+                                  .body = b,
+                                  .exists_ok = cur == NULL};
+    }
+    for (size_t l = 0; l < nl && n < FG_FED_MAX_CLUSTERS; l++) { /* outside the placement */
+        bool kept = false;
+        for (i = 0; i < k; i++)
+            kept = kept || strcmp(lw[l].cluster, chosen[i]) == 0;
+        if (!kept && live[l].object)
+            w[n++] = (fg_fed_write_t){
+                .cluster = lw[l].cluster, .method = FG_KUBE_DELETE, .path = del, .absent_ok = true};
+    }
+    if (n > 0) {
+        size_t failed = fg_fed_write_all(api->fed, w, n, WR_CLUSTER_DEADLINE_MS, o);
+        bool shown[FG_FED_MAX_CLUSTERS];
+        fg_fed_write_through(api->fed, w, o, n, shown);
+        char what[512];
+        bool timed_out;
+        fg_fed_outcomes_summary(w, o, n, what, sizeof what, &timed_out);
+        FG_LOG(failed ? FG_LOG_WARN : FG_LOG_INFO, NULL,
+               "%s: cron job %s/%s repaired over its %zu clusters: %zu writes, %zu applied%s%s",
+               who, project, name, k, n, n - failed, failed ? "; " : "", failed ? what : "");
+    }
+out:
+    fg_fed_outcomes_clear(o, n);
+    fg_fed_outcomes_clear(live, nl);
+    for (i = 0; i < FG_FED_MAX_CLUSTERS; i++)
+        json_decref(bodies[i]);
+    json_decref(cj);
+    json_decref(placement);
+    json_decref(ann);
+    return (int)n;
 }

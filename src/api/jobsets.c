@@ -24,6 +24,12 @@
 
 #define JOBS "jobs"
 
+/* The configuration (its sidecar catalogue). */
+static const fg_config_t *cfg_of(fg_req_t *req) {
+    const fg_api_t *api = fg_req_app(req);
+    return api->cfg;
+}
+
 /* Answers the job set as the cache shows it, with the write's placement and outcomes. When
  * the cache shows its Jobs in at least `cached` clusters, the reservation of spec's tier is
  * dropped (spec not NULL): from now on the cache counts the job set. */
@@ -86,6 +92,28 @@ static bool absent_or_reply(fg_req_t *req, const char *project, const char *name
     return found == 0;
 }
 
+/* `?dryRun=true`: the placement, each chosen cluster's share and the job set as sent (200);
+ * nothing written, no quota held. */
+static int reply_dry_run(fg_req_t *req, const json_t *js, const fg_fed_placement_t *p) {
+    const json_t *spec = json_object_get(js, "spec");
+    int64_t comp[FG_FED_MAX_CLUSTERS], par[FG_FED_MAX_CLUSTERS], off[FG_FED_MAX_CLUSTERS];
+    const char *cluster[FG_FED_MAX_CLUSTERS];
+    size_t k = js_shares(spec, p, comp, par, off, cluster);
+    json_t *shares = json_array();
+    for (size_t i = 0; i < k; i++)
+        json_array_append_new(shares,
+                              json_pack("{s:s,s:I,s:I,s:I}", "cluster", cluster[i], "completions",
+                                        (json_int_t)comp[i], "parallelism", (json_int_t)par[i],
+                                        "indexOffset", (json_int_t)off[i]));
+    json_t *echo = json_pack("{s:O,s:O}", "name", json_object_get(js, "name"), "spec", spec);
+    if (json_object_get(js, "labels"))
+        json_object_set(echo, "labels", json_object_get(js, "labels"));
+    return fg_reply_json(req, 200,
+                         json_pack("{s:b,s:o,s:o,s:o}", "dryRun", 1, "placement",
+                                   fg_fed_explain(p, fg_wall_ms()), "shares", shares, "jobSet",
+                                   echo));
+}
+
 int fg_api_create_jobset(fg_req_t *req) {
     const char *project = fg_req_param(req, "project");
     json_t *js = fg_req_json(req), *proj = NULL, *explain = NULL, *ann = NULL;
@@ -97,6 +125,7 @@ int fg_api_create_jobset(fg_req_t *req) {
     vd_t v;
     vd_init(&v);
     js_validate(&v, js);
+    as_validate_sidecars_at(&v, json_object_get(js, "spec"), cfg_of(req), "/spec");
     if (!vd_ok(&v)) {
         rc = vd_reply(req, &v);
         goto out;
@@ -107,6 +136,8 @@ int fg_api_create_jobset(fg_req_t *req) {
             parallelism = js_number(spec, JS_PARALLELISM);
     int64_t placed = parallelism < completions ? parallelism : completions;
     bool suspended = json_is_true(json_object_get(spec, "suspend"));
+    const char *d = fg_req_query(req, "dryRun");
+    bool dry = d && strcmp(d, "true") == 0;
     char qname[96], what[192], path[256], one[400];
     JS_QUOTA_NAME(qname, name);
     fg_fed_placement_t p;
@@ -114,8 +145,12 @@ int fg_api_create_jobset(fg_req_t *req) {
     proj = project_or_reply(req, project);
     if (proj == NULL || !absent_or_reply(req, project, name) ||
         !place_or_reply(req, spec, placed > 0 ? placed : 1, NULL, placed_over, &p) ||
-        (!suspended && !quota_or_reply(req, proj, spec, qname, placed, true)))
+        (!suspended && !quota_or_reply(req, proj, spec, qname, placed, !dry)))
         goto out;
+    if (dry) {
+        rc = reply_dry_run(req, js, &p);
+        goto out;
+    }
     int64_t comp[FG_FED_MAX_CLUSTERS], par[FG_FED_MAX_CLUSTERS], off[FG_FED_MAX_CLUSTERS];
     const char *cluster[FG_FED_MAX_CLUSTERS];
     size_t k = js_shares(spec, &p, comp, par, off, cluster);
@@ -134,7 +169,7 @@ int fg_api_create_jobset(fg_req_t *req) {
     wr_stamp(req, ann);
     snprintf(path, sizeof path, "/apis/batch/v1/namespaces/%s/jobs", project);
     for (n = 0; n < k; n++) {
-        jobs[n] = js_job(js, project, comp[n], par[n], off[n], ann);
+        jobs[n] = js_job(js, project, comp[n], par[n], off[n], ann, cfg_of(req));
         w[n] = (fg_fed_write_t){
             .cluster = cluster[n], .method = FG_KUBE_POST, .path = path, .body = jobs[n]};
     }

@@ -116,13 +116,13 @@ static json_t *object_labels(const json_t *own, const char *key, const char *nam
 }
 
 json_t *js_job_spec(const json_t *spec, const char *key, const char *name, int64_t completions,
-                    int64_t parallelism, int64_t offset) {
+                    int64_t parallelism, int64_t offset, const fg_config_t *cfg) {
     const char *tier = as_tier(spec),
                *policy = json_string_value(json_object_get(spec, "restartPolicy"));
     char off[24];
     snprintf(off, sizeof off, "%lld", (long long)offset);
     json_t *env = json_pack("[{s:s,s:s}]", "name", JS_INDEX_ENV, "value", off);
-    json_t *pod = as_pod_spec(spec, env);
+    json_t *pod = as_pod_spec(spec, env, cfg);
     json_decref(env);
     json_object_set_new(pod, "restartPolicy", json_string(policy ? policy : "Never"));
     json_t *jspec =
@@ -141,14 +141,14 @@ json_t *js_job_spec(const json_t *spec, const char *key, const char *name, int64
 }
 
 json_t *js_job(const json_t *js, const char *project, int64_t completions, int64_t parallelism,
-               int64_t offset, json_t *annotations) {
+               int64_t offset, json_t *annotations, const fg_config_t *cfg) {
     const char *name = json_string_value(json_object_get(js, "name"));
     const json_t *spec = json_object_get(js, "spec");
     json_t *labels = object_labels(json_object_get(js, "labels"), JS_LABEL, name, as_tier(spec));
     return json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:O},s:o}", "apiVersion", "batch/v1", "kind", "Job",
                      "metadata", "name", name, "namespace", project, "labels", labels,
                      "annotations", annotations, "spec",
-                     js_job_spec(spec, JS_LABEL, name, completions, parallelism, offset));
+                     js_job_spec(spec, JS_LABEL, name, completions, parallelism, offset, cfg));
 }
 
 /* ---- cron jobs ------------------------------------------------------------------------------ */
@@ -257,7 +257,7 @@ void cj_validate(vd_t *v, const json_t *cj) {
 }
 
 json_t *cj_cronjob(const json_t *cj, const char *project, int64_t completions, int64_t parallelism,
-                   int64_t offset, json_t *annotations) {
+                   int64_t offset, json_t *annotations, const fg_config_t *cfg) {
     const char *name = json_string_value(json_object_get(cj, "name"));
     const json_t *spec = json_object_get(cj, "spec"), *tmpl = json_object_get(spec, "jobTemplate");
     const char *tier = as_tier(tmpl),
@@ -272,7 +272,7 @@ json_t *cj_cronjob(const json_t *cj, const char *project, int64_t completions, i
         (json_int_t)(keep_ok ? json_integer_value(keep_ok) : 3), "failedJobsHistoryLimit",
         (json_int_t)(keep_failed ? json_integer_value(keep_failed) : 1), "jobTemplate", "metadata",
         "labels", CJ_LABEL, name, "app.kubernetes.io/managed-by", "fleetgate", AS_TIER_LABEL, tier,
-        "spec", js_job_spec(tmpl, CJ_LABEL, name, completions, parallelism, offset));
+        "spec", js_job_spec(tmpl, CJ_LABEL, name, completions, parallelism, offset, cfg));
     if (json_object_get(spec, "timeZone"))
         json_object_set(cspec, "timeZone", json_object_get(spec, "timeZone"));
     if (json_object_get(spec, "startingDeadlineSeconds"))

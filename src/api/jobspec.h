@@ -38,12 +38,13 @@ size_t js_shares(const json_t *spec, const fg_fed_placement_t *p, int64_t *comp,
  * the offset of its first index; annotations is shared (taken with a new reference). A new
  * reference. */
 json_t *js_job(const json_t *js, const char *project, int64_t completions, int64_t parallelism,
-               int64_t offset, json_t *annotations);
+               int64_t offset, json_t *annotations, const fg_config_t *cfg);
 
-/* The Job spec of one cluster's share of a (valid) JobSetSpec, its pods labelled key=name. A new
+/* The Job spec of one cluster's share of a (valid) JobSetSpec, its pods labelled key=name, with
+ * the sidecars it names from cfg's catalogue (NULL: none) after its own containers. A new
  * reference. */
 json_t *js_job_spec(const json_t *spec, const char *key, const char *name, int64_t completions,
-                    int64_t parallelism, int64_t offset);
+                    int64_t parallelism, int64_t offset, const fg_config_t *cfg);
 
 /* ---- cron jobs ---------------------------------------------------------------------------- */
 
@@ -58,6 +59,6 @@ void cj_validate(vd_t *v, const json_t *cj);
  * parallelism and index offset; annotations shared (a new reference is taken). A new
  * reference. */
 json_t *cj_cronjob(const json_t *cj, const char *project, int64_t completions, int64_t parallelism,
-                   int64_t offset, json_t *annotations);
+                   int64_t offset, json_t *annotations, const fg_config_t *cfg);
 
 #endif

@@ -24,10 +24,16 @@
  * too many and goes. An app whose delete began (fleetgate.io/deleting, set on every Deployment
  * before any is deleted) is deleted where it is left, never made again. Stopped apps
  * (fleetgate.io/stopped) and apps written before these labels existed are left alone.
+ *
+ * What depends on an app or is placed like one rides on the same pass (same lease, same settle
+ * time): the scalers fleetgate made for an app follow it when the pass moves it, and are put
+ * back where the app runs when they are found elsewhere (sc_follow_at); cron jobs with a
+ * CronJob missing, left over or edited by hand are repaired from their recorded spec and
+ * placement, and a cron job delete that did not finish is finished (cron_pass, cj_repair).
  */
 #include "api_internal.h"
 #include "appspec.h"
-#include "writes.h"
+#include "workload.h"
 
 #include "fleetgate/cache.h"
 #include "fleetgate/fed.h"
@@ -62,6 +68,8 @@ typedef struct {
 typedef struct {
     char project[64], name[256];
     shard_t at[FG_FED_MAX_CLUSTERS];
+    json_t
+        *scalers; /* fleetgate's scalers of the app: {name: [indices of clusters with its HPA]} */
 } app_t;
 
 typedef struct {
@@ -143,19 +151,33 @@ static void file_app(const json_t *o, size_t c, app_t **apps, size_t *napps, jso
     snprintf(s->write, sizeof s->write, "%s", w ? w : "");
 }
 
-/* Marks the apps a scaler of cluster c targets (their replicas are the scaler's to set). */
+/* Marks the apps a scaler of cluster c targets (their replicas are the scaler's to set), and
+ * files the scalers fleetgate made under their app (they follow it when it moves). */
 static void file_scaler(const json_t *o, size_t c, app_t *apps, const json_t *index) {
     const json_t *t = json_object_get(o, "target");
     const char *kind = json_string_value(json_object_get(t, "kind")),
                *name = json_string_value(json_object_get(t, "name")),
-               *project = json_string_value(json_object_get(o, "project"));
+               *project = json_string_value(json_object_get(o, "project")),
+               *scaler = json_string_value(json_object_get(o, "name")),
+               *by = json_string_value(json_object_get(json_object_get(o, "labels"), MANAGED_BY));
     char key[330];
     if (kind == NULL || name == NULL || project == NULL || strcmp(kind, "Deployment") != 0)
         return;
     snprintf(key, sizeof key, "%s/%s", project, name);
     const json_t *at = json_object_get(index, key);
-    if (at)
-        apps[json_integer_value(at)].at[c].scaled = true;
+    if (at == NULL)
+        return;
+    app_t *a = &apps[json_integer_value(at)];
+    a->at[c].scaled = true;
+    if (scaler == NULL || by == NULL || strcmp(by, "fleetgate") != 0 ||
+        json_object_get(o, "deletionTime") != NULL)
+        return;
+    if (a->scalers == NULL)
+        a->scalers = json_object();
+    json_t *held = json_object_get(a->scalers, scaler);
+    if (held == NULL)
+        json_object_set_new(a->scalers, scaler, held = json_array());
+    json_array_append_new(held, json_integer((json_int_t)c));
 }
 
 /* Every managed app the cache shows, one entry an app (*apps: free()). FG_OK or FG_EIO. */
@@ -239,6 +261,67 @@ static bool needs_work(const app_t *a, const fleet_t *f) {
         bad = bad || f->bad[c];
     }
     return held > 0 && (differ || (int64_t)held != shards || bad);
+}
+
+/* ---- scalers follow their app ----------------------------------------------------------- */
+
+/* Puts every scaler of app a where the app is now (want[c]): its HPAs' clusters as the cache
+ * shows them are where its accepted spec is read (the reachable ones) and where one is deleted
+ * when the app left. Returns the number of scalers written. */
+static size_t follow_scalers(struct rc_apps *r, const fleet_t *f, const app_t *a,
+                             const bool *want) {
+    const char *at[FG_FED_MAX_CLUSTERS];
+    size_t n = 0, done = 0;
+    for (size_t c = 0; c < f->n; c++)
+        if (want[c])
+            at[n++] = f->cl[c].name;
+    const char *name;
+    json_t *held;
+    json_object_foreach(a->scalers, name, held) {
+        const char *have[FG_FED_MAX_CLUSTERS];
+        size_t nh = 0, i;
+        json_t *c;
+        json_array_foreach(held, i, c) {
+            size_t k = (size_t)json_integer_value(c);
+            if (k < f->n && !f->down[k])
+                have[nh++] = f->cl[k].name;
+        }
+        int failed = sc_follow_at(r->api, a->project, name, have, nh, at, n, RC_REQUESTED_BY);
+        if (failed >= 0) {
+            r->writes++;
+            done++;
+        }
+    }
+    return done;
+}
+
+/* Whether a scaler of app a (settled: not needing work itself) has its HPAs somewhere other
+ * than the app's Deployments: one deleted by hand, or a move it missed. Left for later while
+ * any of those clusters is unreachable (nothing could be read or deleted there). */
+static bool scalers_astray(const app_t *a, const fleet_t *f) {
+    const char *name;
+    json_t *held;
+    json_object_foreach(a->scalers, name, held) {
+        bool at[FG_FED_MAX_CLUSTERS] = {false};
+        size_t i;
+        json_t *c;
+        json_array_foreach(held, i, c) {
+            size_t k = (size_t)json_integer_value(c);
+            if (k < f->n)
+                at[k] = true;
+        }
+        bool differ = false;
+        for (size_t k = 0; k < f->n; k++) {
+            if ((at[k] || a->at[k].held) && f->down[k])
+                return false;
+            if (a->at[k].held && (a->at[k].stopped || a->at[k].write[0] == '\0'))
+                return false; /* stopped, or written before the labels: left alone */
+            differ = differ || at[k] != a->at[k].held;
+        }
+        if (differ)
+            return true;
+    }
+    return false;
 }
 
 /* ---- acting on one app ------------------------------------------------------------------ */
@@ -494,6 +577,15 @@ static void reconcile_app(struct rc_apps *r, const fleet_t *f, const app_t *a) {
                failed ? "; " : "", failed ? what : "");
         fg_fed_outcomes_clear(out, nw);
     }
+    if (moved && a->scalers) { /* its scalers go where the app went (the next pass retries) */
+        bool want[FG_FED_MAX_CLUSTERS] = {false};
+        json_object_foreach(target, name, v) {
+            ssize_t c = fleet_index(f, name);
+            if (c >= 0)
+                want[c] = true;
+        }
+        follow_scalers(r, f, a, want);
+    }
     free(explain_text);
 out:
     fg_fed_outcomes_clear(live, n);
@@ -503,6 +595,193 @@ out:
     json_decref(shards);
     json_decref(target);
     json_decref(explain);
+}
+
+/* ---- cron jobs ------------------------------------------------------------------------- *
+ *
+ * The same pass looks at the cron jobs fleetgate made (their CronJobs labelled AS_SHARDS_LABEL):
+ * one whose CronJobs the cache shows in a number of clusters other than its last write's, or
+ * with schedules, concurrency policies or time zones that differ between clusters, is repaired
+ * from what its CronJobs record (cj_repair) once that lasted RC_SETTLE_MS; one whose delete
+ * began (AS_DELETING_LABEL on a CronJob) is deleted where it is left. */
+
+typedef struct {
+    bool held, deleting;
+    int64_t shards;
+    char what[256]; /* schedule, policy and time zone: equal in every cluster */
+} cron_shard_t;
+
+typedef struct {
+    char project[64], name[256];
+    cron_shard_t at[FG_FED_MAX_CLUSTERS];
+} cron_t;
+
+static void file_cron(const json_t *o, size_t c, cron_t **crons, size_t *n, json_t *index) {
+    const json_t *labels = json_object_get(o, "labels");
+    const char *name = json_string_value(json_object_get(o, "name")),
+               *project = json_string_value(json_object_get(o, "project")),
+               *by = json_string_value(json_object_get(labels, MANAGED_BY)),
+               *deleting = json_string_value(json_object_get(labels, AS_DELETING_LABEL));
+    if (name == NULL || project == NULL || by == NULL || strcmp(by, "fleetgate") != 0 ||
+        json_object_get(o, "deletionTime") != NULL || strlen(project) >= 64 || strlen(name) >= 256)
+        return;
+    char key[330];
+    snprintf(key, sizeof key, "%s/%s", project, name);
+    json_t *at = json_object_get(index, key);
+    size_t i;
+    if (at == NULL) {
+        *crons = fg_xrealloc(*crons, (*n + 1) * sizeof **crons);
+        i = (*n)++;
+        memset(&(*crons)[i], 0, sizeof **crons);
+        snprintf((*crons)[i].project, sizeof(*crons)[i].project, "%s", project);
+        snprintf((*crons)[i].name, sizeof(*crons)[i].name, "%s", name);
+        json_object_set_new(index, key, json_integer((json_int_t)i));
+    } else {
+        i = (size_t)json_integer_value(at);
+    }
+    cron_shard_t *s = &(*crons)[i].at[c];
+    const char *sched = json_string_value(json_object_get(o, "schedule")),
+               *policy = json_string_value(json_object_get(o, "concurrencyPolicy")),
+               *tz = json_string_value(json_object_get(o, "timeZone"));
+    s->held = true;
+    s->deleting = deleting != NULL && strcmp(deleting, "true") == 0;
+    s->shards = label_int(labels, AS_SHARDS_LABEL);
+    snprintf(s->what, sizeof s->what, "%s|%s|%s", sched ? sched : "", policy ? policy : "",
+             tz ? tz : "");
+}
+
+/* Every cron job fleetgate made as the cache shows it (*crons: free()). FG_OK or FG_EIO. */
+static int read_crons(struct rc_apps *r, size_t n, cron_t **crons, size_t *ncrons) {
+    const fg_config_t *cfg = r->api->cfg;
+    fg_redis_batch_t *b = fg_redis_batch_new(), *h = fg_redis_batch_new();
+    fg_cache_key_t k;
+    size_t *owner = NULL, nh = 0;
+    int rc = FG_OK;
+    *crons = NULL;
+    *ncrons = 0;
+    for (size_t c = 0; c < n; c++)
+        fg_redis_batch_addv(b, "SMEMBERS",
+                            fg_cache_key_scopes(&k, "cronjob", cfg->clusters[c].name), NULL);
+    if (fg_redis_batch_run(r->api->redis, b, NULL, 0) != FG_OK)
+        rc = FG_EIO;
+    for (size_t c = 0; rc == FG_OK && c < n; c++) {
+        const fg_redis_reply_t *scopes = fg_redis_batch_reply(b, c);
+        for (size_t j = 0; j < fg_redis_reply_len(scopes); j++) {
+            size_t len;
+            const char *p = fg_redis_reply_str(fg_redis_reply_at(scopes, j), &len);
+            char project[64];
+            if (p == NULL || len >= sizeof project)
+                continue;
+            snprintf(project, sizeof project, "%.*s", (int)len, p);
+            owner = fg_xrealloc(owner, (nh + 1) * sizeof *owner);
+            owner[nh++] = c;
+            fg_redis_batch_addv(h, "HGETALL",
+                                fg_cache_key_objects(&k, "cronjob", cfg->clusters[c].name, project),
+                                NULL);
+        }
+    }
+    json_t *index = json_object();
+    if (rc == FG_OK && nh > 0 && fg_redis_batch_run(r->api->redis, h, NULL, 0) != FG_OK)
+        rc = FG_EIO;
+    for (size_t i = 0; rc == FG_OK && i < nh; i++) {
+        const fg_redis_reply_t *hash = fg_redis_batch_reply(h, i);
+        for (size_t j = 1; j < fg_redis_reply_len(hash); j += 2) {
+            json_t *o = parse(fg_redis_reply_at(hash, j));
+            if (o)
+                file_cron(o, owner[i], crons, ncrons, index);
+            json_decref(o);
+        }
+    }
+    json_decref(index);
+    free(owner);
+    fg_redis_batch_free(h);
+    fg_redis_batch_free(b);
+    return rc;
+}
+
+/* Whether the cron job's CronJobs are not what its last write made: some deleting, fewer or more
+ * than its shards, or different schedules. Ones written before the label are left alone. */
+static bool cron_needs_work(const cron_t *cj, const fleet_t *f) {
+    size_t held = 0;
+    int64_t shards = -1;
+    const char *what = NULL;
+    bool differ = false;
+    for (size_t c = 0; c < f->n; c++) {
+        const cron_shard_t *s = &cj->at[c];
+        if (!s->held)
+            continue;
+        held++;
+        if (s->deleting)
+            return true;
+        if (s->shards < 0)
+            return false;
+        differ =
+            differ || (shards >= 0 && shards != s->shards) || (what && strcmp(what, s->what) != 0);
+        shards = s->shards;
+        what = s->what;
+    }
+    return held > 0 && (differ || (int64_t)held != shards);
+}
+
+static void reconcile_cron(struct rc_apps *r, const fleet_t *f, const cron_t *cj) {
+    const char *have[FG_FED_MAX_CLUSTERS], *up[FG_FED_MAX_CLUSTERS];
+    size_t nh = 0, nu = 0;
+    bool deleting = false;
+    for (size_t c = 0; c < f->n; c++) {
+        if (!f->down[c])
+            up[nu++] = f->cl[c].name;
+        if (cj->at[c].held && !f->down[c])
+            have[nh++] = f->cl[c].name;
+        deleting = deleting || (cj->at[c].held && cj->at[c].deleting);
+    }
+    if (!deleting) {
+        int n = cj_repair(r->api, cj->project, cj->name, have, nh, up, nu, RC_REQUESTED_BY);
+        r->writes += n > 0 ? (uint64_t)n : 0;
+        return;
+    }
+    fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
+    fg_fed_outcome_t out[FG_FED_MAX_CLUSTERS];
+    char path[400];
+    snprintf(path, sizeof path,
+             "/apis/batch/v1/namespaces/%s/cronjobs/%s?propagationPolicy=Background", cj->project,
+             cj->name);
+    for (size_t i = 0; i < nh; i++)
+        w[i] = (fg_fed_write_t){
+            .cluster = have[i], .method = FG_KUBE_DELETE, .path = path, .absent_ok = true};
+    if (nh == 0)
+        return;
+    size_t failed = fg_fed_write_all(r->api->fed, w, nh, RC_DEADLINE_MS, out);
+    bool shown[FG_FED_MAX_CLUSTERS];
+    fg_fed_write_through(r->api->fed, w, out, nh, shown);
+    r->writes += nh - failed;
+    FG_LOG(failed ? FG_LOG_WARN : FG_LOG_INFO, NULL,
+           "reconciler: cron job %s/%s: its delete finished in %zu of %zu clusters", cj->project,
+           cj->name, nh - failed, nh);
+    fg_fed_outcomes_clear(out, nh);
+}
+
+/* Acts on what needs work once that lasted RC_SETTLE_MS (pending: this pass's record). */
+static size_t cron_pass(struct rc_apps *r, const fleet_t *f, int64_t now, json_t *pending,
+                        size_t acted) {
+    cron_t *crons = NULL;
+    size_t n = 0;
+    if (read_crons(r, f->n, &crons, &n) == FG_OK)
+        for (size_t i = 0; i < n; i++) {
+            if (!cron_needs_work(&crons[i], f))
+                continue;
+            char key[340];
+            snprintf(key, sizeof key, "cronjob:%s/%s", crons[i].project, crons[i].name);
+            json_t *since = json_object_get(r->pending, key);
+            int64_t first = since ? json_integer_value(since) : now;
+            json_object_set_new(pending, key, json_integer(first));
+            if (now - first >= RC_SETTLE_MS && acted < RC_MAX_APPS_PASS) {
+                reconcile_cron(r, f, &crons[i]);
+                acted++;
+                json_object_del(pending, key);
+            }
+        }
+    free(crons);
+    return acted;
 }
 
 /* ---- the pass --------------------------------------------------------------------------- */
@@ -530,9 +809,25 @@ void rc_apps_pass(void *ud) {
     json_t *pending = json_object();
     if (read_apps(r, f.n, &apps, &napps) == FG_OK) {
         for (size_t i = 0; i < napps; i++) {
-            if (!needs_work(&apps[i], &f))
+            char key[340];
+            if (!needs_work(&apps[i], &f)) {
+                /* a settled app whose scalers are elsewhere: they follow, once that lasted */
+                if (deleting(&apps[i], &f) || !scalers_astray(&apps[i], &f))
+                    continue;
+                snprintf(key, sizeof key, "scaler:%s/%s", apps[i].project, apps[i].name);
+                json_t *since = json_object_get(r->pending, key);
+                int64_t first = since ? json_integer_value(since) : now;
+                json_object_set_new(pending, key, json_integer(first));
+                if (now - first >= RC_SETTLE_MS && acted < RC_MAX_APPS_PASS) {
+                    bool want[FG_FED_MAX_CLUSTERS];
+                    for (size_t c = 0; c < f.n; c++)
+                        want[c] = apps[i].at[c].held;
+                    follow_scalers(r, &f, &apps[i], want);
+                    acted++;
+                    json_object_del(pending, key);
+                }
                 continue;
-            char key[330];
+            }
             snprintf(key, sizeof key, "%s/%s", apps[i].project, apps[i].name);
             json_t *since = json_object_get(r->pending, key);
             int64_t first = since ? json_integer_value(since) : now;
@@ -543,11 +838,14 @@ void rc_apps_pass(void *ud) {
                 json_object_del(pending, key); /* looked at again from scratch */
             }
         }
+        acted = cron_pass(r, &f, now, pending, acted);
         json_decref(r->pending);
         r->pending = pending;
         pending = NULL;
     }
     json_decref(pending);
+    for (size_t i = 0; i < napps; i++)
+        json_decref(apps[i].scalers);
     free(apps);
     fg_fed_registry_release(reg);
 }

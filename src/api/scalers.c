@@ -204,6 +204,77 @@ static bool app_clusters_or_reply(fg_req_t *req, const char *project, const char
     return true;
 }
 
+/* The HPA writes that put scaler sc (valid) in the n clusters at[] where its app is: POST where
+ * live[] (its HPAs as the clusters lw names answered, NULL objects where none) has none, PUT
+ * (with the resourceVersion read) where it has one, DELETE where the app is no more. The bodies
+ * carry annotations ann. Shared by the scaler's own writes and by the app reconciler's moves. */
+typedef struct {
+    char coll[256], one[400];
+    fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
+    json_t *bodies[FG_FED_MAX_CLUSTERS];
+    size_t n, nbodies;
+} sc_plan_t;
+
+static void sc_plan(sc_plan_t *pl, const char *project, const json_t *sc, const char *const *at,
+                    size_t n, const fg_fed_write_t *lw, const fg_fed_outcome_t *live, size_t nlive,
+                    json_t *ann) {
+    const json_t *spec = json_object_get(sc, "spec");
+    const char *name = json_string_value(json_object_get(sc, "name"));
+    int64_t lo = json_integer_value(json_object_get(spec, "minReplicas")),
+            hi = json_integer_value(json_object_get(spec, "maxReplicas"));
+    int64_t w[FG_FED_MAX_CLUSTERS], los[FG_FED_MAX_CLUSTERS], his[FG_FED_MAX_CLUSTERS];
+    for (size_t i = 0; i < n; i++)
+        w[i] = 1;
+    js_split(lo, w, n, (int64_t)n, los);
+    js_split(hi, w, n, (int64_t)n, his);
+    snprintf(pl->coll, sizeof pl->coll, "/apis/autoscaling/v2/namespaces/%s/%s", project, SCALERS);
+    snprintf(pl->one, sizeof pl->one, "%s/%s", pl->coll, name);
+    pl->n = pl->nbodies = 0;
+    for (size_t i = 0; i < n; i++) { /* the app's clusters: POST or PUT */
+        const json_t *cur = NULL;
+        for (size_t l = 0; l < nlive; l++)
+            if (strcmp(lw[l].cluster, at[i]) == 0)
+                cur = live[l].object;
+        json_t *b = pl->bodies[pl->nbodies++] = sc_hpa(sc, project, los[i], his[i], ann);
+        if (cur)
+            json_object_set(json_object_get(b, "metadata"), "resourceVersion",
+                            json_object_get(json_object_get(cur, "metadata"), "resourceVersion"));
+        pl->w[pl->n++] = (fg_fed_write_t){.cluster = at[i],
+                                          .method = cur ? FG_KUBE_PUT : FG_KUBE_POST,
+                                          .path = cur ? pl->one : pl->coll,
+                                          .body = b};
+    }
+    for (size_t l = 0; l < nlive && pl->n < FG_FED_MAX_CLUSTERS; l++) { /* the app left: DELETE */
+        bool kept = false;
+        for (size_t i = 0; i < n; i++)
+            kept = kept || strcmp(lw[l].cluster, at[i]) == 0;
+        if (!kept && live[l].object)
+            pl->w[pl->n++] = (fg_fed_write_t){.cluster = lw[l].cluster,
+                                              .method = FG_KUBE_DELETE,
+                                              .path = pl->one,
+                                              .absent_ok = true};
+    }
+}
+
+static void sc_plan_free(sc_plan_t *pl) {
+    for (size_t i = 0; i < pl->nbodies; i++)
+        json_decref(pl->bodies[i]);
+}
+
+/* Why scaler sc cannot be put over n clusters of its app (into v): no app, or fewer minReplicas
+ * than clusters (a HorizontalPodAutoscaler does not scale to zero). */
+static void sc_fits(vd_t *v, const json_t *sc, const char *project, size_t n) {
+    const json_t *spec = json_object_get(sc, "spec");
+    const char *app = json_string_value(json_object_get(spec, "app"));
+    if (n == 0)
+        vd_add(v, "/spec/app", "no app %s in project %s", app, project);
+    else if (json_integer_value(json_object_get(spec, "minReplicas")) < (int64_t)n)
+        vd_add(v, "/spec/minReplicas",
+               "must be at least %zu: one replica in each of app %s's %zu clusters (a "
+               "HorizontalPodAutoscaler does not scale to zero)",
+               n, app, n);
+}
+
 /* Writes scaler sc (valid) over its app's clusters now: live[] are its HPAs as their clusters
  * answered (NULL objects where none), in the order of the clusters lw names. Answers (status)
  * when reply is set; otherwise only logs a failure. */
@@ -217,76 +288,36 @@ static int apply_scaler(fg_req_t *req, const char *project, const json_t *sc,
     size_t n;
     if (!app_clusters_or_reply(req, project, app, at, &n))
         return FG_OK;
-    int64_t lo = json_integer_value(json_object_get(spec, "minReplicas")),
-            hi = json_integer_value(json_object_get(spec, "maxReplicas"));
     vd_t v;
     vd_init(&v);
-    if (n == 0)
-        vd_add(&v, "/spec/app", "no app %s in project %s", app, project);
-    else if (lo < (int64_t)n)
-        vd_add(&v, "/spec/minReplicas",
-               "must be at least %zu: one replica in each of app %s's %zu clusters (a "
-               "HorizontalPodAutoscaler does not scale to zero)",
-               n, app, n);
+    sc_fits(&v, sc, project, n);
     if (!vd_ok(&v)) {
         int rc = reply ? vd_reply(req, &v) : FG_OK;
         vd_free(&v);
         return rc;
     }
     vd_free(&v);
-    int64_t w[FG_FED_MAX_CLUSTERS], los[FG_FED_MAX_CLUSTERS], his[FG_FED_MAX_CLUSTERS];
-    for (size_t i = 0; i < n; i++)
-        w[i] = 1;
-    js_split(lo, w, n, (int64_t)n, los);
-    js_split(hi, w, n, (int64_t)n, his);
-    json_t *ann = json_object(), *bodies[FG_FED_MAX_CLUSTERS] = {NULL};
+    json_t *ann = json_object();
     char *text = fg_json_dumps(spec, NULL);
     json_object_set_new(ann, "fleetgate.io/spec", json_string(text));
     free(text);
     wr_stamp(req, ann);
-    char coll[256], one[400];
-    snprintf(coll, sizeof coll, "/apis/autoscaling/v2/namespaces/%s/%s", project, SCALERS);
-    snprintf(one, sizeof one, "%s/%s", coll, name);
-    fg_fed_write_t wr[FG_FED_MAX_CLUSTERS];
+    sc_plan_t pl;
+    sc_plan(&pl, project, sc, at, n, lw, live, nlive, ann);
     fg_fed_outcome_t o[FG_FED_MAX_CLUSTERS];
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) { /* the app's clusters: POST or PUT */
-        const json_t *cur = NULL;
-        for (size_t l = 0; l < nlive; l++)
-            if (strcmp(lw[l].cluster, at[i]) == 0)
-                cur = live[l].object;
-        bodies[k] = sc_hpa(sc, project, los[i], his[i], ann);
-        if (cur)
-            json_object_set(json_object_get(bodies[k], "metadata"), "resourceVersion",
-                            json_object_get(json_object_get(cur, "metadata"), "resourceVersion"));
-        wr[k] = (fg_fed_write_t){.cluster = at[i],
-                                 .method = cur ? FG_KUBE_PUT : FG_KUBE_POST,
-                                 .path = cur ? one : coll,
-                                 .body = bodies[k]};
-        k++;
-    }
-    for (size_t l = 0; l < nlive; l++) { /* an HPA where the app is no more: DELETE */
-        bool kept = false;
-        for (size_t i = 0; i < n; i++)
-            kept = kept || strcmp(lw[l].cluster, at[i]) == 0;
-        if (!kept && live[l].object)
-            wr[k++] = (fg_fed_write_t){
-                .cluster = lw[l].cluster, .method = FG_KUBE_DELETE, .path = one, .absent_ok = true};
-    }
     int rc = FG_OK;
     fg_api_t *api = fg_req_app(req);
     memset(o, 0, sizeof o);
     if (!reply) {
-        if (fg_fed_write_all(api->fed, wr, k, WR_CLUSTER_DEADLINE_MS, o) > 0)
+        if (fg_fed_write_all(api->fed, pl.w, pl.n, WR_CLUSTER_DEADLINE_MS, o) > 0)
             FG_LOG(FG_LOG_ERROR, fg_req_id(req),
                    "scaler %s did not follow app %s into every cluster", name, app);
-    } else if (wr_fanout_or_reply(req, wr, k, o)) {
-        wr_wait_applied(req, wr, o, k, "scaler", SCALERS, project, name, false);
-        rc = reply_scaler(req, project, name, status, fg_fed_outcomes_json(wr, o, k));
+    } else if (wr_fanout_or_reply(req, pl.w, pl.n, o)) {
+        wr_wait_applied(req, pl.w, o, pl.n, "scaler", SCALERS, project, name, false);
+        rc = reply_scaler(req, project, name, status, fg_fed_outcomes_json(pl.w, o, pl.n));
     }
-    fg_fed_outcomes_clear(o, k);
-    for (size_t i = 0; i < n; i++)
-        json_decref(bodies[i]);
+    fg_fed_outcomes_clear(o, pl.n);
+    sc_plan_free(&pl);
     json_decref(ann);
     return rc;
 }
@@ -481,4 +512,58 @@ void sc_follow(fg_req_t *req, const char *project, const char *app) {
         fg_fed_outcomes_clear(live, n);
     }
     json_decref(scalers);
+}
+
+int sc_follow_at(fg_api_t *api, const char *project, const char *name, const char *const *have,
+                 size_t nhave, const char *const *at, size_t n, const char *who) {
+    fg_fed_write_t lw[FG_FED_MAX_CLUSTERS];
+    fg_fed_outcome_t live[FG_FED_MAX_CLUSTERS], o[FG_FED_MAX_CLUSTERS];
+    char path[256];
+    snprintf(path, sizeof path, "/apis/autoscaling/v2/namespaces/%s/%s/%s", project, SCALERS, name);
+    size_t nl = 0;
+    for (size_t i = 0; i < nhave && nl < FG_FED_MAX_CLUSTERS; i++)
+        lw[nl++] = (fg_fed_write_t){.cluster = have[i], .method = FG_KUBE_GET, .path = path};
+    memset(live, 0, sizeof live);
+    memset(o, 0, sizeof o);
+    fg_fed_write_all(api->fed, lw, nl, WR_CLUSTER_DEADLINE_MS, live);
+    json_t *sc = scaler_accepted(name, live, nl);
+    int failed = -1;
+    vd_t v;
+    vd_init(&v);
+    if (sc)
+        sc_fits(&v, sc, project, n);
+    if (sc == NULL || !vd_ok(&v)) {
+        /* not fleetgate's (no accepted spec read), or it cannot be divided over the app's new
+         * clusters: left as it is, said in the log */
+        FG_LOG(FG_LOG_WARN, NULL, "%s: scaler %s/%s cannot follow its app over %zu clusters: %s",
+               who, project, name, n,
+               sc ? json_string_value(json_object_get(json_array_get(v.errors, 0), "detail"))
+                  : "its spec (fleetgate.io/spec) could not be read from any cluster");
+    } else {
+        json_t *ann = json_object();
+        char *text = fg_json_dumps(json_object_get(sc, "spec"), NULL);
+        json_object_set_new(ann, "fleetgate.io/spec", json_string(text));
+        json_object_set_new(ann, "fleetgate.io/requested-by", json_string(who));
+        json_object_set_new(ann, "fleetgate.io/request-id", json_string(who));
+        free(text);
+        sc_plan_t pl;
+        sc_plan(&pl, project, sc, at, n, lw, live, nl, ann);
+        failed = (int)fg_fed_write_all(api->fed, pl.w, pl.n, WR_CLUSTER_DEADLINE_MS, o);
+        bool shown[FG_FED_MAX_CLUSTERS];
+        fg_fed_write_through(api->fed, pl.w, o, pl.n, shown);
+        char what[512];
+        bool timed_out;
+        fg_fed_outcomes_summary(pl.w, o, pl.n, what, sizeof what, &timed_out);
+        FG_LOG(failed ? FG_LOG_WARN : FG_LOG_INFO, NULL,
+               "%s: scaler %s/%s follows its app into %zu clusters: %zu writes, %zu applied%s%s",
+               who, project, name, n, pl.n, pl.n - (size_t)failed, failed ? "; " : "",
+               failed ? what : "");
+        fg_fed_outcomes_clear(o, pl.n);
+        sc_plan_free(&pl);
+        json_decref(ann);
+    }
+    vd_free(&v);
+    json_decref(sc);
+    fg_fed_outcomes_clear(live, nl);
+    return failed;
 }

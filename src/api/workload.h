@@ -52,5 +52,21 @@ void sc_validate(vd_t *v, const json_t *sc);
  * its HPAs where the app now is (created, replaced, deleted); failures are logged, nothing is
  * answered. (scalers.c) */
 void sc_follow(fg_req_t *req, const char *project, const char *app);
+/* The reconciler's part (no request): puts scaler name's HPAs where its app now is, the n
+ * clusters at[], reading its accepted spec from the clusters have[] (where the cache shows its
+ * HPAs; reachable ones): POST, PUT or DELETE each, written through to the cache, stamped
+ * requested-by who. The number of writes that failed, or -1 when it was left as it is (not made
+ * by fleetgate, or its minReplicas below n); logged either way. (scalers.c) */
+int sc_follow_at(fg_api_t *api, const char *project, const char *name, const char *const *have,
+                 size_t nhave, const char *const *at, size_t n, const char *who);
+
+/* The reconciler's repair of cron job name in project (no request): its CronJobs in the
+ * clusters have[] (where the cache shows them) are read, and the cron job is written again from
+ * the spec and placement they record, in those of the placement's clusters that are up[]
+ * (reachable): made where missing, replaced where drifted, deleted outside the placement;
+ * written through to the cache, stamped requested-by who, logged. The number of writes sent.
+ * (cronjobs.c) */
+int cj_repair(fg_api_t *api, const char *project, const char *name, const char *const *have,
+              size_t nhave, const char *const *up, size_t nup, const char *who);
 
 #endif

@@ -74,13 +74,13 @@ fg_metric_t *fg_metrics_register(const char *name, const char *help, fg_metric_t
 static series_t *series_for(fg_metric_t *m, const char *const *values) {
     char key[512];
     size_t off = 0;
-    for (size_t i = 0; i < m->nlabels; i++) {
+    for (size_t i = 0; i < m->nlabels && sizeof key - off >= 2; i++) {
         const char *v = values[i] ? values[i] : "";
         size_t n = strlen(v);
-        if (off + 2 > sizeof key)
-            break; /* full: the labels left are cut too (the series keeps their values) */
-        if (n > sizeof key - 2 - off)
-            n = sizeof key - 2 - off; /* absurdly long label values are cut, not overflowed */
+        /* absurdly long label values are cut, not overflowed; once the key is full the later
+         * labels are left out (a method of 500 characters left no room for the status) */
+        if (n > sizeof key - off - 2)
+            n = sizeof key - off - 2;
         memcpy(key + off, v, n);
         off += n;
         key[off++] = '\x1f';

@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 abort();
             csum += c[i];
             psum += p[i];
-            json_t *job = js_job(js, "p", c[i], p[i], csum - c[i], ann);
+            json_t *job = js_job(js, "p", c[i], p[i], csum - c[i], ann, NULL);
             const json_t *jspec = json_object_get(job, "spec");
             if (!json_equal(json_object_get(json_object_get(job, "metadata"), "name"),
                             json_object_get(js, "name")) ||
@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!cj_schedule_ok(json_string_value(sched)))
             abort();
         json_t *ann = json_object();
-        json_t *cron = cj_cronjob(js, "p", 1, 1, 0, ann);
+        json_t *cron = cj_cronjob(js, "p", 1, 1, 0, ann, NULL);
         if (!json_equal(json_object_get(json_object_get(cron, "spec"), "schedule"), sched))
             abort();
         json_decref(cron);

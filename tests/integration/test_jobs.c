@@ -113,7 +113,9 @@ static void setup(void) {
              " \"auth\": {\"issuer\": \"https://id.test\", \"audience\": \"fleetgate\","
              "  \"keys\": [{\"kid\": \"rsa1\", \"pem_file\": \"%s\", \"algs\": [\"RS256\"]}],"
              "  \"audit_log\": \"%s/audit.log\"},"
-             " \"rate_limits\": {\"enabled\": false}}",
+             " \"rate_limits\": {\"enabled\": false},"
+             " \"sidecars\": [{\"name\": \"envoy\", \"image\": \"envoyproxy/envoy:v1.30\","
+             "  \"cpu\": \"50m\", \"memory\": \"64Mi\"}]}",
              redis.url, cl[0], cl[1], cl[2], keys.rsa_pub, keys.dir);
     char log[160];
     snprintf(log, sizeof log, "%s/daemon.log", keys.dir);
@@ -643,6 +645,81 @@ static long creates(void) {
            tk_requests(&ks, 2, "create");
 }
 
+static json_t *ks_cron(int i, const char *name);
+
+/* Managed sidecars from the platform's catalogue, as apps take them: injected after the job's
+ * containers in every cluster's Job (and a cron job's template); unknown or repeated names are
+ * 422 with their pointers, and nothing is created. */
+START_TEST(jobset_and_cronjob_take_catalogue_sidecars) {
+    create_shop();
+    th_resp_t r;
+    long before = creates();
+    char *bad = jobset_body("side", 2, 2, "[\"true\"]",
+                            ", \"sidecars\": [\"istio\", \"envoy\", \"envoy\", \"work\"]");
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, bad, NULL, true, &r), 422);
+    static const char *const pointers[] = {"/spec/sidecars/0", "/spec/sidecars/2",
+                                           "/spec/sidecars/3"};
+    for (size_t i = 0; i < 3; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "\"pointer\":\"%s\"", pointers[i]);
+        ck_assert_msg(strstr(r.body, want), "%s missing: %s", pointers[i], r.body);
+    }
+    ck_assert_msg(strstr(r.body, "no managed sidecar istio"), "%s", r.body);
+    th_resp_free(&r);
+    free(bad);
+    ck_assert_int_eq(creates(), before);
+    char *body = jobset_body("side", 2, 2, "[\"true\"]", ", \"sidecars\": [\"envoy\"]");
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+    for (int i = 0; i < 3; i += 2) {
+        json_t *job = ks_job(i, "side");
+        ck_assert_ptr_nonnull(job);
+        const json_t *cs = json_object_get(
+            json_object_get(json_object_get(json_object_get(job, "spec"), "template"), "spec"),
+            "containers");
+        ck_assert_int_eq(json_array_size(cs), 2);
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(cs, 0), "name")), "work");
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(cs, 1), "name")),
+                         "envoy");
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(cs, 1), "image")),
+                         "envoyproxy/envoy:v1.30");
+        json_decref(job);
+    }
+    /* A cron job's template: the pointer is the template's. */
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/cronjobs", dev,
+             "{\"name\": \"c\", \"spec\": {\"schedule\": \"@hourly\", \"jobTemplate\": "
+             "{\"sidecars\": [\"istio\"], \"containers\": [{\"name\": \"w\", \"image\": "
+             "\"x:1\"}]}}}",
+             NULL, true, &r),
+        422);
+    ck_assert_msg(strstr(r.body, "\"pointer\":\"/spec/jobTemplate/sidecars/0\""), "%s", r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/cronjobs", dev,
+             "{\"name\": \"c\", \"spec\": {\"schedule\": \"@hourly\", \"jobTemplate\": "
+             "{\"sidecars\": [\"envoy\"], \"placement\": {\"clusterSelector\": "
+             "{\"matchLabels\": {\"env\": \"dev\"}}}, \"containers\": [{\"name\": \"w\", "
+             "\"image\": \"x:1\"}]}}}",
+             NULL, true, &r),
+        201);
+    th_resp_free(&r);
+    json_t *cj = ks_cron(1, "c");
+    ck_assert_ptr_nonnull(cj);
+    const json_t *cs = json_object_get(
+        json_object_get(json_object_get(json_object_get(json_object_get(json_object_get(cj, "spec"),
+                                                                        "jobTemplate"),
+                                                        "spec"),
+                                        "template"),
+                        "spec"),
+        "containers");
+    ck_assert_int_eq(json_array_size(cs), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(cs, 1), "name")), "envoy");
+    json_decref(cj);
+}
+END_TEST
+
 START_TEST(jobset_refusals_idempotency_and_delete) {
     create_shop();
     th_resp_t r;
@@ -664,6 +741,29 @@ START_TEST(jobset_refusals_idempotency_and_delete) {
     ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", viewer, body, NULL, true, &r), 403);
     th_resp_free(&r);
     ck_assert_int_eq(creates(), before);
+    /* Dry run: the placement and each cluster's share, nothing written, no quota held. */
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/jobsets?dryRun=true", dev, body, NULL, true, &r), 200);
+    json_t *dr = body_json(&r);
+    th_resp_free(&r);
+    ck_assert(json_is_true(json_object_get(dr, "dryRun")));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(dr, "jobSet"), "name")),
+                     "once");
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(dr, "placement"), "clusters"));
+    long sum = 0;
+    size_t si;
+    json_t *share;
+    json_array_foreach(json_object_get(dr, "shares"), si, share) {
+        sum += (long)json_integer_value(json_object_get(share, "completions"));
+    }
+    ck_assert_int_gt(json_array_size(json_object_get(dr, "shares")), 0);
+    ck_assert_int_eq(sum, 2);
+    json_decref(dr);
+    ck_assert_int_eq(creates(), before);
+    ck_assert_int_eq(quota_pods_used(), 0);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/jobsets?dryRun=true", viewer, body, NULL, true, &r), 403);
+    th_resp_free(&r);
     /* Idempotency-Key: the retry answers the same and creates nothing more. */
     for (int i = 0; i < 2; i++) {
         ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, body,
@@ -677,6 +777,10 @@ START_TEST(jobset_refusals_idempotency_and_delete) {
     /* Quota: more pods at once than the tier holds. */
     char *big = jobset_body("big", 30, 30, "[\"true\"]", NULL);
     ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, big, NULL, true, &r), 409);
+    ck_assert_msg(strstr(r.body, "quota"), "%s", r.body);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/jobsets?dryRun=true", dev, big, NULL, true, &r), 409);
     ck_assert_msg(strstr(r.body, "quota"), "%s", r.body);
     th_resp_free(&r);
     free(big);
@@ -1185,6 +1289,174 @@ START_TEST(scaler_keeps_the_app_within_bounds_and_follows_it) {
 }
 END_TEST
 
+static bool cron_schedule_is(int i, const char *name, const char *want, int seconds) {
+    char buf[128];
+    for (int t = 0; t < seconds * 5; t++) {
+        if (strcmp(ks_schedule(i, name, buf, sizeof buf), want) == 0)
+            return true;
+        sleep_ms(200);
+    }
+    return false;
+}
+
+/* The reconciler repairs a cron job's CronJobs: one deleted by hand is made again (its share,
+ * its schedule), one whose schedule was edited by hand gets the cron job's back, and a delete
+ * that marked the CronJobs but did not finish is finished. */
+START_TEST(cronjob_repaired_by_the_reconciler) {
+    create_shop();
+    th_resp_t r;
+    char *body = cron_body("nightly", "0 3 * * *", "Forbid"), buf[128];
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/cronjobs", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+    ck_assert_str_eq(ks_schedule(0, "nightly", buf, sizeof buf), "0 3 * * *");
+    ck_assert_str_eq(ks_schedule(1, "nightly", buf, sizeof buf), "(none)");
+    ck_assert_int_eq(
+        tk_call(&ks, 2, "DELETE", "/apis/batch/v1/namespaces/shop/cronjobs/nightly", NULL, NULL),
+        200);
+    ck_assert_msg(cron_schedule_is(2, "nightly", "0 3 * * *", 30), "c2: %s",
+                  ks_schedule(2, "nightly", buf, sizeof buf));
+    json_t *cj = ks_cron(2, "nightly");
+    ck_assert_str_eq(ann(cj, "fleetgate.io/requested-by"), "fleetgate-reconciler");
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(
+            json_object_get(json_object_get(json_object_get(cj, "spec"), "jobTemplate"), "spec"),
+            "completions")),
+        1);
+    json_decref(cj);
+    ck_assert_str_eq(ks_schedule(1, "nightly", buf, sizeof buf), "(none)");
+    /* kubectl edit in one cluster: the cron job's schedule comes back. */
+    ck_assert_int_eq(tk_call(&ks, 0, "PATCH", "/apis/batch/v1/namespaces/shop/cronjobs/nightly",
+                             "{\"spec\": {\"schedule\": \"*/5 * * * *\"}}", NULL),
+                     200);
+    ck_assert_msg(cron_schedule_is(0, "nightly", "0 3 * * *", 30), "c0: %s",
+                  ks_schedule(0, "nightly", buf, sizeof buf));
+    /* The read shows one cron job with its schedule. */
+    ck_assert_int_eq(
+        call("GET", "/v1/projects/shop/cronjobs/nightly", viewer, NULL, NULL, true, &r), 200);
+    ck_assert_msg(strstr(r.body, "0 3 * * *"), "%s", r.body);
+    th_resp_free(&r);
+    /* A delete whose mark reached c0 only (its DELETEs failed): the reconciler finishes it. */
+    ck_assert_int_eq(tk_call(&ks, 0, "PATCH", "/apis/batch/v1/namespaces/shop/cronjobs/nightly",
+                             "{\"metadata\": {\"labels\": {\"fleetgate.io/deleting\": \"true\"}}}",
+                             NULL),
+                     200);
+    bool gone = false;
+    for (int t = 0; t < 150 && !gone; t++) {
+        gone = strcmp(ks_schedule(0, "nightly", buf, sizeof buf), "(none)") == 0 &&
+               strcmp(ks_schedule(2, "nightly", buf, sizeof buf), "(none)") == 0;
+        if (!gone)
+            sleep_ms(200);
+    }
+    ck_assert_msg(gone, "the marked cron job was not deleted everywhere");
+}
+END_TEST
+
+/* The bounds of scaler web's HPA in cluster i (false when it has none). */
+static bool hpa_bounds(int i, long *lo, long *hi) {
+    json_t *h = ks_hpa(i);
+    if (h == NULL)
+        return false;
+    *lo = (long)json_integer_value(json_object_get(json_object_get(h, "spec"), "minReplicas"));
+    *hi = (long)json_integer_value(json_object_get(json_object_get(h, "spec"), "maxReplicas"));
+    json_decref(h);
+    return true;
+}
+
+/* Waits (bounded) until the HPAs of scaler web are want_lo[i]..want_hi[i] in cluster i (-1: no
+ * HPA there). */
+static bool hpas_converge(const long want_lo[3], const long want_hi[3], int seconds, long got[3]) {
+    for (int t = 0; t < seconds * 5; t++) {
+        bool same = true;
+        for (int i = 0; i < 3; i++) {
+            long lo = -1, hi = -1;
+            if (!hpa_bounds(i, &lo, &hi))
+                lo = hi = -1;
+            got[i] = lo * 100 + hi;
+            same = same && lo == want_lo[i] && hi == want_hi[i];
+        }
+        if (same)
+            return true;
+        sleep_ms(200);
+    }
+    return false;
+}
+
+/* The app reconciler moves an app off a drained cluster: its scaler follows (an HPA where the
+ * app went, with the bounds divided again, none left behind), without any request; an HPA
+ * deleted by hand where the app runs is made again. */
+START_TEST(scaler_follows_an_app_the_reconciler_moves) {
+    create_shop();
+    th_resp_t r;
+    char *body = fg_xasprintf("{\"name\": \"web\", \"spec\": {\"replicas\": 4, \"placement\": "
+                              "{\"policy\": \"Spread\"}, \"containers\": %s}}",
+                              two_containers);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+    json_t *d = NULL;
+    int x = tk_call(&ks, 0, "GET", "/apis/apps/v1/namespaces/shop/deployments/web", NULL, &d) == 200
+                ? 0
+                : 1,
+        y = 1 - x;
+    json_decref(d);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/scalers", dev,
+                          "{\"name\": \"web\", \"spec\": {\"app\": \"web\", \"minReplicas\": 3, "
+                          "\"maxReplicas\": 7, \"targets\": {\"cpuUtilization\": 50}}}",
+                          NULL, true, &r),
+                     201);
+    th_resp_free(&r);
+    long lo[3] = {-1, -1, 1}, hi[3] = {-1, -1, 3}, got[3];
+    lo[x] = 2;
+    hi[x] = 4;
+    ck_assert_msg(hpas_converge(lo, hi, 5, got), "c0 %ld c1 %ld c2 %ld", got[0], got[1], got[2]);
+    /* Every node of cluster x cordoned: the reconciler moves the app to y, and the scaler with
+     * it. */
+    json_t *nodes = NULL;
+    ck_assert_int_eq(tk_call(&ks, x, "GET", "/api/v1/nodes", NULL, &nodes), 200);
+    size_t i;
+    json_t *node;
+    json_array_foreach(json_object_get(nodes, "items"), i, node) {
+        char path[256];
+        snprintf(path, sizeof path, "/api/v1/nodes/%s",
+                 json_string_value(json_object_get(json_object_get(node, "metadata"), "name")));
+        ck_assert_int_eq(
+            tk_call(&ks, x, "PATCH", path, "{\"spec\": {\"unschedulable\": true}}", NULL), 200);
+    }
+    json_decref(nodes);
+    lo[y] = lo[x];
+    hi[y] = hi[x];
+    lo[x] = hi[x] = -1;
+    ck_assert_msg(hpas_converge(lo, hi, 45, got), "c0 %ld c1 %ld c2 %ld", got[0], got[1], got[2]);
+    d = NULL;
+    ck_assert_int_eq(
+        tk_call(&ks, y, "GET", "/apis/apps/v1/namespaces/shop/deployments/web", NULL, &d), 200);
+    json_decref(d);
+    json_t *h = ks_hpa(y);
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(json_object_get(h, "metadata"), "annotations"),
+                         "fleetgate.io/requested-by")),
+                     "fleetgate-reconciler");
+    json_decref(h);
+    /* The scaler as read: both bounds still the spec's, summed over the app's clusters. */
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/scalers/web", viewer, NULL, NULL, true, &r),
+                     200);
+    json_t *sc = body_json(&r);
+    th_resp_free(&r);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(sc, "spec"), "minReplicas")), 3);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(sc, "spec"), "maxReplicas")), 7);
+    json_decref(sc);
+    /* An HPA deleted by hand where the app runs comes back. */
+    ck_assert_int_eq(tk_call(&ks, 2, "DELETE",
+                             "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/web",
+                             NULL, NULL),
+                     200);
+    ck_assert_msg(hpas_converge(lo, hi, 30, got), "c0 %ld c1 %ld c2 %ld", got[0], got[1], got[2]);
+}
+END_TEST
+
 static Suite *jobs_suite(void) {
     Suite *s = suite_create("jobs");
     TCase *tp = tcase_create("pods");
@@ -1200,18 +1472,21 @@ static Suite *jobs_suite(void) {
     tcase_add_test(tj, jobset_with_failing_pods_ends_failed_with_reason);
     tcase_add_test(tj, jobset_suspend_stops_and_resume_restarts_pods);
     tcase_add_test(tj, jobset_refusals_idempotency_and_delete);
+    tcase_add_test(tj, jobset_and_cronjob_take_catalogue_sidecars);
     suite_add_tcase(s, tj);
     TCase *tc = tcase_create("cronjobs");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, cronjob_runs_suspends_triggers_and_changes);
     tcase_add_test(tc, cronjob_refusals);
+    tcase_add_test(tc, cronjob_repaired_by_the_reconciler);
     suite_add_tcase(s, tc);
     TCase *ts = tcase_create("scalers");
     tcase_add_checked_fixture(ts, setup, teardown);
     tcase_set_timeout(ts, 120);
     tcase_add_test(ts, scale_outside_a_scalers_bounds_is_refused);
     tcase_add_test(ts, scaler_keeps_the_app_within_bounds_and_follows_it);
+    tcase_add_test(ts, scaler_follows_an_app_the_reconciler_moves);
     suite_add_tcase(s, ts);
     return s;
 }
