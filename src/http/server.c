@@ -993,6 +993,19 @@ static void access_log(const fg_req_t *req, double seconds) {
     fg_buf_free(&b);
 }
 
+/* The request metric's method label: a method of HTTP's table, else "other", so a client
+ * sending made-up methods cannot grow the metric's series (and its lookups) without bound. */
+static const char *const metric_methods[] = {"GET",    "HEAD",    "POST",    "PUT",  "PATCH",
+                                             "DELETE", "OPTIONS", "CONNECT", "TRACE"};
+
+static const char *metric_method(const char *method) {
+    for (size_t i = 0; i < sizeof metric_methods / sizeof *metric_methods; i++) {
+        if (strcmp(method, metric_methods[i]) == 0)
+            return metric_methods[i];
+    }
+    return "other";
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
     (void)conn;
@@ -1019,7 +1032,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     char status[FG_INT_CHARS];
     fg_format_i64(req->status, status);
     const char *route = fg_req_route_name(req);
-    const char *labels[] = {route, req->method, status};
+    const char *labels[] = {route, metric_method(req->method), status};
     fg_metric_add(srv->m_requests, labels, 1);
     fg_metric_observe(srv->m_duration, labels, seconds);
     fg_metric_add(srv->m_in_flight, NULL, -1);
