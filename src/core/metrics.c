@@ -76,9 +76,11 @@ static series_t *series_for(fg_metric_t *m, const char *const *values) {
     size_t off = 0;
     for (size_t i = 0; i < m->nlabels; i++) {
         const char *v = values[i] ? values[i] : "";
-        size_t n = strlen(v);
-        if (off + n + 2 > sizeof key)
-            n = sizeof key - off - 2; /* absurdly long label values are cut, not overflowed */
+        size_t n = strlen(v), room = sizeof key - 1 - off; /* left before the final NUL */
+        if (room == 0)
+            break;
+        if (n + 1 > room)
+            n = room - 1; /* absurdly long label values are cut, not overflowed */
         memcpy(key + off, v, n);
         off += n;
         key[off++] = '\x1f';
