@@ -42,6 +42,8 @@
 
 #include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -547,6 +549,13 @@ static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, c
     upgrade_ctx_t *ctx = cls;
     fg_http_upgraded_t *u = fg_xcalloc(1, sizeof *u);
     u->urh = urh;
+    /* An upgraded socket carries small interactive frames (a keystroke, its echo): send each at
+     * once rather than leave it to whatever cork/Nagle state MHD had for the 101 answer. The
+     * plain listener's socket is TCP (the TLS one hands over a socket pair, where this fails
+     * harmlessly). */
+    MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CORK_OFF);
+    int one = 1;
+    (void)setsockopt((int)sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     ctx->fn(ctx->ud, (int)sock, extra, extra_len, u);
     free(ctx);
 }

@@ -440,6 +440,8 @@ static void check_stalls(fg_streams_t *ss) {
          * end only once the socket drains: shut the socket so the connection closes now. The
          * fd is libmicrohttpd's and still open while req_done is false (sink_closed sets it
          * under mu before the fd is closed). */
+        if (stalled && st->end == NULL)
+            st->end = "stalled"; /* before the shutdown: MHD may close on it before end_stream */
         if (stalled && !st->req_done && st->fd >= 0)
             shutdown(st->fd, SHUT_RDWR);
         pthread_mutex_unlock(&st->mu);
@@ -635,6 +637,12 @@ static int hand_over(fg_streams_t *ss, fg_req_t *req, stream_t *st, const fg_str
         return FG_ERR;
     }
     st->fd = fg_http_stream_fd(st->http);
+    /* The client's socket holds at most about the stream's own buffer: left to autotuning, a
+     * client that reads nothing would park up to tcp_wmem's maximum (4 MiB) of kernel memory
+     * per stream before the stall rule even starts counting. */
+    int sndbuf = (int)st->cap;
+    if (st->fd >= 0)
+        (void)setsockopt(st->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
     struct epoll_event ev = {.events = EPOLLRDHUP, .data.ptr = st};
     if (st->fd >= 0 && epoll_ctl(ss->epfd, EPOLL_CTL_ADD, st->fd, &ev) != 0)
         st->fd = -1; /* a hang-up is then noticed at the next write */

@@ -3,11 +3,13 @@
 # (not in `make test`; `make bench-stream`). kubesim (one cluster, 10 pods writing
 # LINES_PER_S lines a second each), a private redis-server, fleetgate with its informers; then
 #   1. the reference, measured in the same run: REF_STREAMS (default 10) follows read straight
-#      from kubesim (TLS, a thread each); REF_STREAMS=STREAMS compares at the same load;
-#   2. STREAMS (default 1000) follows through fleetgate, held SECONDS (default 15):
+#      from kubesim (TLS, a thread each), once alone and once alongside step 2's streams, once
+#      they are all open (so kubesim carries the same load for both);
+#   2. STREAMS (default 1000) follows through fleetgate, held SECONDS (default 15) from when
+#      every one has its answer's head (the opens and TLS handshakes are not in the figures):
 #      fleetgate's RSS per stream (VmRSS once they are open, minus before), and the latency of
-#      each line (arrival minus kubesim's timestamp of the line) against the reference: p50/p99
-#      and their ratios;
+#      each line (arrival minus kubesim's timestamp of the line) against the reference alongside:
+#      p50/p99 and their ratios;
 #   3. the p99 of GET /v1/projects/demo/pods/web-1 (curl, 200 calls) with no streams and while
 #      the streams are open;
 #   4. fleetgate's CPU time (user + system, from /proc) per line relayed while the streams are
@@ -84,26 +86,39 @@ get_p99() { # the p99 of 200 GETs of one pod, in ms
     done | sort -n | awk '{a[NR]=$1} END {printf "%.2f", a[int(NR*0.99)]*1000}'
 }
 
+direct_run() { # SECONDS: REF_STREAMS follows straight from kubesim, JSON
+    /usr/bin/python3 tests/bench/stream_client.py direct \
+        "$ks/api/v1/namespaces/demo/pods/web-{i}/log?follow=true&timestamps=true&tailLines=1" \
+        ks-token "$tmp/tls/ca.crt" "$REF_STREAMS" "$1"
+}
 idle_p99=$(get_p99)
-direct=$(/usr/bin/python3 tests/bench/stream_client.py direct \
-    "$ks/api/v1/namespaces/demo/pods/web-{i}/log?follow=true&timestamps=true&tailLines=1" \
-    ks-token "$tmp/tls/ca.crt" "$REF_STREAMS" "$SECONDS_HELD")
-/usr/bin/python3 tests/bench/stream_client.py gate 127.0.0.1 "$fg_port" "$token" "$STREAMS" \
-    "$SECONDS_HELD" "$tmp/fleetgate.pid" >"$tmp/gate.json" &
+direct_idle=$(direct_run "$SECONDS_HELD")
+# The streams through fleetgate; once every one has its head (steady state), the reference runs
+# again at the same time, so kubesim is as loaded for it as for the streams through fleetgate,
+# and so do the GETs.
+STEADY_FILE="$tmp/steady" /usr/bin/python3 tests/bench/stream_client.py gate 127.0.0.1 "$fg_port" \
+    "$token" "$STREAMS" "$SECONDS_HELD" "$tmp/fleetgate.pid" >"$tmp/gate.json" &
 client=$!
-sleep $((SECONDS_HELD / 2 + 1))
+for _ in $(seq 1 1200); do [ -s "$tmp/steady" ] && break; sleep 0.1; done
+direct_run $((SECONDS_HELD - 2)) >"$tmp/direct.json" &
+ref=$!
+sleep 1
 busy_p99=$(get_p99)
+wait "$ref"
 wait "$client"
+direct=$(cat "$tmp/direct.json")
 gate=$(cat "$tmp/gate.json")
-echo "$bench: reference, $REF_STREAMS follows straight from kubesim: $direct"
+echo "$bench: reference, $REF_STREAMS follows straight from kubesim before: $direct_idle"
+echo "$bench: reference, $REF_STREAMS follows straight from kubesim alongside: $direct"
 echo "$bench: $STREAMS follows through fleetgate: $gate"
-/usr/bin/python3 - "$direct" "$gate" "$idle_p99" "$busy_p99" <<'PY'
+/usr/bin/python3 - "$direct" "$gate" "$idle_p99" "$busy_p99" "$direct_idle" <<'PY'
 import json, sys
-d, g = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-print("stream_bench: RSS per follow stream %.1f KiB (%d streams, %d live at the end)"
-      % (g["rss_per_stream_kb"], g["streams"], g["live_at_end"]))
-print("stream_bench: line latency p50 %.2f ms (direct %.2f, ratio %.2f), p99 %.2f ms (direct %.2f, ratio %.2f)"
+d, g, di = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[5])
+print("stream_bench: RSS per follow stream %.1f KiB (%d streams, %d live at the end, all open in %.1f s)"
+      % (g["rss_per_stream_kb"], g["streams"], g["live_at_end"], g["open_s"]))
+print("stream_bench: line latency p50 %.2f ms (direct alongside %.2f, ratio %.2f), p99 %.2f ms (direct alongside %.2f, ratio %.2f)"
       % (g["p50_ms"], d["p50_ms"], g["p50_ms"] / d["p50_ms"], g["p99_ms"], d["p99_ms"], g["p99_ms"] / d["p99_ms"]))
+print("stream_bench: direct alone before the streams: p50 %.2f ms, p99 %.2f ms" % (di["p50_ms"], di["p99_ms"]))
 print("stream_bench: GET of a pod, p99 %s ms idle, %s ms with the streams open" % (sys.argv[3], sys.argv[4]))
 print("stream_bench: fleetgate CPU per line relayed %s us (user + system over the held streams)"
       % g["cpu_us_per_line"])

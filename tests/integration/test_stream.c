@@ -40,6 +40,7 @@ static uint16_t port, ks_port;
 static char ks_dir[64];
 static fg_kube_client_t *kc, *kc2;
 static char *dev, *other, *viewer, *op;
+static int stall_timeout_s = 30; /* streams.stall_timeout_s (30: the default) */
 
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -186,9 +187,9 @@ static void setup(void) {
         "  \"audit_log\": \"%s/audit.log\"},"
         " \"rate_limits\": {\"streams_per_principal\": %d, \"stream_lease_s\": 5,"
         " \"redis_timeout_ms\": 2000},"
-        " \"streams\": {\"exec_idle_timeout_s\": 3}}",
+        " \"streams\": {\"exec_idle_timeout_s\": 3, \"stall_timeout_s\": %d}}",
         redis.url, (unsigned)ks_port, ks_dir, ks_dir, (unsigned)ks_port + 1, ks_dir, ks_dir,
-        keys.rsa_pub, keys.dir, STREAMS);
+        keys.rsa_pub, keys.dir, STREAMS, stall_timeout_s);
     char log[160];
     snprintf(log, sizeof log, "%s/daemon.log", keys.dir);
     daemon_pid = th_daemon_start(cfg, &port, log);
@@ -435,6 +436,140 @@ START_TEST(slow_reader_keeps_memory_bounded_and_drain_ends_streams) {
     ck_assert_int_eq(streams_open(), 1);
     /* SIGTERM: the stream ends cleanly and the daemon exits 0 (teardown checks) */
     close(fd);
+    teardown();
+}
+END_TEST
+
+/* VmRSS of pid in KiB, from /proc/PID/status; -1 when it cannot be read. */
+static long rss_kib(pid_t pid) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kib = strtol(line + 6, NULL, 10);
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+/* How long the stalled reader below reads nothing: FG_TEST_STALL_S (default 5), which is also
+ * the daemon's streams.stall_timeout_s for that test. The behaviour is the same at the default
+ * 30 s (FG_TEST_STALL_S=30 runs it so); 5 keeps make test short. */
+static int stall_test_s(void) {
+    const char *e = getenv("FG_TEST_STALL_S");
+    long v = e ? strtol(e, NULL, 10) : 0;
+    return v >= 2 && v <= 120 ? (int)v : 5;
+}
+
+#define FAST_LPS      50000      /* the fast pod's lines per second (kubesim's annotation) */
+#define RSS_BOUND_KIB (2 * 1024) /* what fleetgate may grow while a client reads nothing */
+
+START_TEST(stalled_reader_keeps_rss_bounded_and_is_dropped) {
+    int stall = stall_test_s();
+    stall_timeout_s = stall;
+    setup();
+    stall_timeout_s = 30;
+    char body[1024];
+    snprintf(body, sizeof body,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"fast-1\","
+             "\"labels\":{\"app\":\"fast\"},\"annotations\":{\"kubesim.io/"
+             "log-lines-per-second\":\"%d\"}},\"spec\":{\"containers\":[{\"name\":\"c\","
+             "\"image\":\"nginx:1\"}]}}",
+             FAST_LPS);
+    ck_assert_int_eq(ks_call(FG_KUBE_POST, "/api/v1/namespaces/shop/pods", body), 201);
+    char *j = tc_pod_json("shop", CLUSTER, ZONE, "fast-1", "fast", "Running", NULL, "101");
+    ck_assert_int_eq(tc_put(&cache, "pod", CLUSTER, "shop", "fast-1", j), 0);
+    free(j);
+    sleep_ms(300);
+    const char *path = "/v1/projects/shop/pods/fast-1/logs?follow=true";
+    /* 1. How fast the lines come through fleetgate to a client that reads: what an unbounded
+     *    gateway would have to hold for a client that does not. */
+    int fd = open_follow(path, dev);
+    static char buf[1 << 20];
+    size_t len = 0, total = 0;
+    uint64_t t0 = fg_now_ns();
+    while (fg_now_ns() - t0 < 1500000000ull) {
+        len = 0;
+        read_for(fd, buf, sizeof buf, &len, 100);
+        total += len;
+    }
+    double rate = (double)total / ((double)(fg_now_ns() - t0) / 1e9);
+    close(fd);
+    ck_assert(wait_streams_open(0, 2000));
+    /* 2. A client that reads the answer's head and then nothing. */
+    fd = open_follow(path, dev);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    ck_assert_int_eq(poll(&p, 1, 3000), 1);
+    char head[256];
+    ck_assert_int_gt(read(fd, head, sizeof head - 1), 12);
+    ck_assert_msg(strncmp(head, "HTTP/1.1 200", 12) == 0, "%.200s", head);
+    uint64_t stalled_at = fg_now_ns();
+    sleep_ms(1000); /* fleetgate's buffer fills and the cluster's side is paused */
+    long rss0 = rss_kib(daemon_pid), rss_max = rss0;
+    ck_assert_int_gt(rss0, 0);
+    ck_assert_int_eq(streams_open(), 1);
+    /* 3. Held at the bounded buffer until the stall timeout, then dropped. */
+    uint64_t dropped_at = 0;
+    for (int i = 0; fg_now_ns() - stalled_at < (uint64_t)(stall + 4) * 1000000000ull; i++) {
+        long r = rss_kib(daemon_pid);
+        if (r > rss_max)
+            rss_max = r;
+        /* /metrics once a second only: under ASan each request's freed memory sits in the
+         * quarantine and would count as growth */
+        if (i % 5 == 4 && streams_open() == 0) {
+            dropped_at = fg_now_ns();
+            break;
+        }
+        sleep_ms(200);
+    }
+    double offered_kib = rate * stall / 1024.0;
+    fprintf(stderr,
+            "stalled reader: %d s, lines through fleetgate at %.0f KiB/s (%.0f KiB offered in "
+            "the stall), fleetgate RSS %ld -> max %ld KiB (+%ld), dropped after %.1f s\n",
+            stall, rate / 1024.0, offered_kib, rss0, rss_max, rss_max - rss0,
+            dropped_at ? (double)(dropped_at - stalled_at) / 1e9 : -1.0);
+    /* the test can fail: what came in the stall is several times the bound */
+    ck_assert_msg(offered_kib > 4.0 * RSS_BOUND_KIB, "the source was too slow: %.0f KiB/s",
+                  rate / 1024.0);
+    ck_assert_msg(rss_max - rss0 < RSS_BOUND_KIB, "fleetgate grew %ld KiB for a stalled reader",
+                  rss_max - rss0);
+    ck_assert_msg(dropped_at != 0, "the stalled client was never dropped");
+    ck_assert_msg(dropped_at - stalled_at >= (uint64_t)(stall - 1) * 1000000000ull,
+                  "dropped after %.1f s, before the %d s stall timeout",
+                  (double)(dropped_at - stalled_at) / 1e9, stall);
+    /* 4. The client then sees the end: what was in flight, then the connection closes. */
+    len = 0;
+    size_t got = 0;
+    uint64_t t1 = fg_now_ns();
+    for (;;) {
+        ck_assert_msg(fg_now_ns() - t1 < 5000000000ull,
+                      "the dropped client's socket stays open (%zu bytes read after the drop)",
+                      got);
+        p.revents = 0;
+        if (poll(&p, 1, 500) <= 0)
+            continue;
+        ssize_t r = read(fd, buf, sizeof buf);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    ck_assert_uint_lt(got, 4u * 1024u * 1024u);
+    close(fd);
+    /* the session's audit line says why it ended */
+    sleep_ms(100);
+    char apath[192], audit[1 << 14] = "";
+    snprintf(apath, sizeof apath, "%s/audit.log", keys.dir);
+    FILE *f = fopen(apath, "r");
+    ck_assert_ptr_nonnull(f);
+    audit[fread(audit, 1, sizeof audit - 1, f)] = '\0';
+    fclose(f);
+    /* From 30 s on, libmicrohttpd's idle timeout (limits.connection_timeout_s, 30) races the
+     * stall rule: either drops the client, the first as "client-gone". */
+    ck_assert_msg(strstr(audit, "\"endedBy\":\"stalled\"") != NULL ||
+                      (stall >= 30 && count_lines(audit, "\"endedBy\":\"client-gone\"") == 2),
+                  "%s", audit);
     teardown();
 }
 END_TEST
@@ -720,6 +855,10 @@ static Suite *suite(void) {
     tcase_add_test(tc, slow_reader_keeps_memory_bounded_and_drain_ends_streams);
     tcase_add_test(tc, app_logs_merge_every_pod_and_follow_new_ones);
     suite_add_tcase(s, tc);
+    TCase *ts = tcase_create("stall");
+    tcase_set_timeout(ts, 60 + stall_test_s());
+    tcase_add_test(ts, stalled_reader_keeps_rss_bounded_and_is_dropped);
+    suite_add_tcase(s, ts);
     TCase *tx = tcase_create("exec");
     tcase_set_timeout(tx, 90);
     tcase_add_test(tx, exec_over_v5_and_v4_with_python_websocket);

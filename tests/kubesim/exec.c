@@ -104,9 +104,19 @@ static int ws_send(int fd, int opcode, int channel, const void *data, size_t len
     }
     if (channel >= 0)
         hdr[h++] = (unsigned char)channel;
-    if (write_all(fd, hdr, h) != FG_OK)
-        return FG_EIO;
-    return len > 0 ? write_all(fd, data, len) : FG_OK;
+    /* One write per frame, as a real API server does: written as header then payload, the TLS
+     * forwarding sends two records, and Nagle holds the second until the peer's delayed ACK
+     * (40 ms) on every small frame. */
+    if (len == 0)
+        return write_all(fd, hdr, h);
+    unsigned char small[4096];
+    unsigned char *frame = h + len <= sizeof small ? small : fg_xmalloc(h + len);
+    memcpy(frame, hdr, h);
+    memcpy(frame + h, data, len);
+    int rc = write_all(fd, frame, h + len);
+    if (frame != small)
+        free(frame);
+    return rc;
 }
 
 /* Takes one complete frame off the front of buf (unmasking it in place). FG_OK with *opcode,

@@ -382,6 +382,29 @@ START_TEST(metrics_render_counters_gauges_histograms) {
 }
 END_TEST
 
+/* Label values longer than the series key (a fuzzed request's route and method) are cut: the
+ * second value used to get a negative length once the first filled the key. */
+START_TEST(metrics_long_label_values_are_cut) {
+    static const char *const labels[] = {"route", "method", "status", NULL};
+    fg_metric_t *c = fg_metrics_register("t_long_total", "Long.", FG_METRIC_COUNTER, labels);
+    char big[2048];
+    for (size_t len = 500; len < 520; len++) {
+        memset(big, 'x', len);
+        big[len] = '\0';
+        const char *v[] = {big, big, "200"};
+        fg_metric_add(c, v, 1);
+        const char *w[] = {big, "GET", big};
+        fg_metric_add(c, w, 1);
+    }
+    fg_buf_t b;
+    fg_buf_init(&b, 1 << 22);
+    ck_assert_int_eq(fg_metrics_render(&b), FG_OK);
+    ck_assert_ptr_nonnull(strstr(b.data, "t_long_total{"));
+    fg_buf_free(&b);
+    fg_metrics_reset();
+}
+END_TEST
+
 static Suite *core_suite(void) {
     Suite *s = suite_create("core");
     TCase *tc = tcase_create("core");
