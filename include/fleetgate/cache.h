@@ -145,6 +145,10 @@ const char *fg_cache_key_history_order(fg_cache_key_t *k, const char *project);
 
 /* fg:chg:{project}: stream, the project's changes (cache/insight_change.lua; SCHEMA.md). */
 const char *fg_cache_key_changes(fg_cache_key_t *k, const char *project);
+/* fg:chgv:{kind}:{cluster}:{scope}:{name}: string, the version last added to the change stream
+ * for that object, so its two writers (watch, write-through) add a version once, in order. */
+const char *fg_cache_key_change_mark(fg_cache_key_t *k, const char *kind, const char *cluster,
+                                     const char *scope, const char *name);
 
 /* fg:idem:{id}: hash, an Idempotency-Key's record (id: a hash of caller and key). */
 const char *fg_cache_key_idem(fg_cache_key_t *k, const char *id);
