@@ -1,14 +1,41 @@
--- cache/insight_change.lua: one watch event of a workload, pod or project, added to its
--- project's change stream (cache/SCHEMA.md section 2) when it really changed something. Run
--- just before the cache's own write of the same event (cache_upsert.lua / cache_delete.lua),
--- so it compares the event with the object the cache holds.
+-- cache/insight_change.lua: one change of a workload, pod or project, added to its project's
+-- change stream (cache/SCHEMA.md section 2) when it really changed something. Run just before
+-- the cache's own write of the same object, by both writers of the cache, so it compares the
+-- object with the one the cache holds: the informer (a watch event, before cache_upsert.lua /
+-- cache_delete.lua) and a write-through (src/cache/through.c, any replica, before
+-- cache_upsert.lua's 'through' mode). The write-through usually reaches the cache before the
+-- watch brings the same version; the watch then finds nothing changed, so without this the
+-- spec change of a write made through fleetgate would never be streamed.
 -- KEYS[1] fg:o:{kind}:{cluster}:{scope}   KEYS[2] fg:chg:{project}
+-- KEYS[3] fg:rv:{cluster}:{resource} (the watch's resume point; read in 'through' mode only)
+-- KEYS[4] fg:chgv:{kind}:{cluster}:{scope}:{name} (the version last streamed for the object)
 -- ARGV: name, object JSON ('' for a delete), API kind (App, Pod...), cluster, version, time
---       (RFC 3339), max entries of the stream, cache kind (pod, app...)
--- Returns the new entry's id, or false when nothing changed (the cache holds this version
--- already: a replayed watch; or a delete of an object the cache never held).
-local name, obj, kind, cluster, version, time, maxlen, ckind =
-  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+--       (RFC 3339), max entries of the stream, cache kind (pod, app...), mode ('watch' or
+--       'through')
+-- Once and in order: nothing when the cache holds this version or a newer one (a replayed
+-- watch; the watch bringing a version a write-through streamed; an older watch event after a
+-- write-through stored a newer one), nor when KEYS[4] says this version or a newer one was
+-- streamed already. KEYS[4] covers the moment both writers compare the same version before
+-- either has stored it (their round trips interleave); it lives an hour, far beyond that
+-- moment, after which the cached version alone guards. The through mode also streams nothing
+-- once the watch reached the version (fg:rv at or past it), as cache_upsert.lua stores nothing.
+-- Returns the new entry's id, or false when nothing was added.
+local name, obj, kind, cluster, version, time, maxlen, ckind, mode =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9] or 'watch'
+local MARK_TTL_S = 3600
+
+-- resourceVersions compare as decimal numbers, as in cache_upsert.lua; nil when not comparable
+local function digits(s)
+  if type(s) ~= 'string' or not string.match(s, '^%d+$') then return nil end
+  return (string.gsub(s, '^0+(%d)', '%1'))
+end
+local function newer(a, b) -- a > b, or nil
+  a, b = digits(a), digits(b)
+  if not a or not b then return nil end
+  if #a ~= #b then return #a > #b end
+  return a > b
+end
+
 local old = redis.call('HGET', KEYS[1], name)
 local function decode(s)
   if not s or s == '' then return nil end
@@ -23,6 +50,17 @@ if obj == '' then
 elseif o and o.version == version then
   return false
 end
+if mode == 'through' then
+  -- what cache_upsert.lua's through mode would not store, this does not stream
+  if obj == '' or not digits(version) then return false end
+  local seen = redis.call('GET', KEYS[3])
+  if seen and newer(version, seen) == false then return false end
+end
+-- older than the cached object: a write-through stored a newer one first
+if o and newer(o.version, version) then return false end
+local mark = redis.call('GET', KEYS[4])
+if mark and (mark == version or newer(version, mark) == false) then return false end
+redis.call('SET', KEYS[4], version, 'EX', MARK_TTL_S)
 -- the app the object belongs to, for the stream's app filter
 local app = ''
 local src = n or o

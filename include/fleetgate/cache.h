@@ -145,6 +145,10 @@ const char *fg_cache_key_history_order(fg_cache_key_t *k, const char *project);
 
 /* fg:chg:{project}: stream, the project's changes (cache/insight_change.lua; SCHEMA.md). */
 const char *fg_cache_key_changes(fg_cache_key_t *k, const char *project);
+/* fg:chgv:{kind}:{cluster}:{scope}:{name}: string, the version last added to the change stream
+ * for that object, so its two writers (watch, write-through) add a version once, in order. */
+const char *fg_cache_key_change_mark(fg_cache_key_t *k, const char *kind, const char *cluster,
+                                     const char *scope, const char *name);
 
 /* fg:idem:{id}: hash, an Idempotency-Key's record (id: a hash of caller and key). */
 const char *fg_cache_key_idem(fg_cache_key_t *k, const char *id);
@@ -354,9 +358,12 @@ int fg_cache_changes_read(fg_cache_changes_t *c, const char *const *projects,
 int fg_cache_changes_range(fg_cache_changes_t *c, const char *project, const char *after,
                            size_t count, fg_cache_change_fn fn, void *ud, size_t *got);
 /* The stream's last id ever added and the greatest id trimmed away ("0-0" when none, or when the
- * stream does not exist), each into 48 bytes. FG_OK or FG_EIO. */
+ * stream does not exist), each into 48 bytes. When first_id is not NULL (48 bytes): the id of
+ * the stream's first entry when it never lost one (every id before it belongs to no entry it
+ * ever had, e.g. an id from before a FLUSHALL), else "0-0"; *exists: the stream exists (a
+ * FLUSHALL removes it). FG_OK or FG_EIO. */
 int fg_cache_changes_state(fg_cache_changes_t *c, const char *project, char *last_id,
-                           char *max_deleted);
+                           char *max_deleted, char *first_id, bool *exists);
 
 /* ---- batches: commands sent in one round trip (src/cache/batch.c) -------------
  *

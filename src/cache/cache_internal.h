@@ -20,6 +20,7 @@ redisContext *fg_redis_connect_raw(const fg_redis_t *r, bool blocking_reads, cha
  * too, in its 'through' mode. */
 extern const char fg_cache_upsert_lua[];
 extern const char fg_insight_history_lua[];
+extern const char fg_insight_change_lua[];
 
 /* ---- backoff: redis.c's pool slots and the informers' writers ------------------------ */
 
@@ -103,25 +104,28 @@ typedef struct {
 bool insight_event_cmd(insight_event_cmd_t *cmd, const char *sha1, const fg_insights_conf_t *conf,
                        const char *cluster, const json_t *t, const char *text, size_t len);
 
-/* The change stream: each watch event of a pod, app, job set, cron job, scaler or project is
- * offered to its project's stream by cache/insight_change.lua, pipelined just before the cache's
- * own write of it (the script compares it with the cached object). */
-#define INSIGHT_CHANGE_ARGC 13
+/* The change stream: each watch event of a pod, app, job set, cron job, scaler or project, and
+ * each write-through of one, is offered to its project's stream by cache/insight_change.lua,
+ * sent just before the cache's own write of it (the script compares it with the cached object,
+ * and streams each version of an object once, in order, whichever writer comes first). */
+#define INSIGHT_CHANGE_ARGC 16
 
 typedef struct {
-    fg_cache_key_t objects, stream;
+    fg_cache_key_t objects, stream, rv, mark;
     char time[40], maxlen[24];
     const char *argv[INSIGHT_CHANGE_ARGC];
     size_t lens[INSIGHT_CHANGE_ARGC];
 } insight_change_cmd_t;
 
-/* Fills cmd with the EVALSHA (sha1: insight_change.lua's) of one watch event of kind ki in
- * cluster: name and scope as the cache keys it, text the translated object's compact JSON (""
- * for a delete; borrowed), version its resourceVersion. False when the kind has no change
- * stream or no project. */
+/* Fills cmd with the EVALSHA (sha1: insight_change.lua's) of one object of cache kind kind
+ * ("app"...) whose watch is of resource in cluster: name and scope as the cache keys it, text
+ * the translated object's compact JSON ("" for a delete; borrowed), version its
+ * resourceVersion; through: it comes from a write-through (else a watch event). False when the
+ * kind has no change stream or no project. */
 bool insight_change_cmd(insight_change_cmd_t *cmd, const char *sha1, const fg_insights_conf_t *conf,
-                        const fg_kube_kind_info_t *ki, const char *cluster, const char *name,
-                        const char *scope, const char *text, size_t len, const char *version);
+                        const char *kind, const char *resource, const char *cluster,
+                        const char *name, const char *scope, const char *text, size_t len,
+                        const char *version, bool through);
 
 /* The workload history: each watch event and each LIST item of a pod, app, job set, cron job or
  * scaler, and each write-through of one, is compared with the cached object by

@@ -156,12 +156,39 @@ int fg_cache_changes_range(fg_cache_changes_t *c, const char *project, const cha
     return rc;
 }
 
+/* The integer member name of an XINFO STREAM reply, or -1. */
+static long long int_field(const redisReply *kv, const char *name) {
+    for (size_t i = 0; i + 1 < kv->elements; i += 2) {
+        const redisReply *k = kv->element[i], *v = kv->element[i + 1];
+        if (k->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_INTEGER &&
+            strcmp(k->str, name) == 0)
+            return v->integer;
+    }
+    return -1;
+}
+
+/* The id of the first entry of an XINFO STREAM reply, or NULL. */
+static const char *first_entry_id(const redisReply *kv) {
+    for (size_t i = 0; i + 1 < kv->elements; i += 2) {
+        const redisReply *k = kv->element[i], *v = kv->element[i + 1];
+        if (k->type == REDIS_REPLY_STRING && strcmp(k->str, "first-entry") == 0 &&
+            v->type == REDIS_REPLY_ARRAY && v->elements == 2 &&
+            v->element[0]->type == REDIS_REPLY_STRING)
+            return v->element[0]->str;
+    }
+    return NULL;
+}
+
 int fg_cache_changes_state(fg_cache_changes_t *c, const char *project, char *last_id,
-                           char *max_deleted) {
+                           char *max_deleted, char *first_id, bool *exists) {
     fg_cache_key_t key;
     const char *argv[] = {"XINFO", "STREAM", fg_cache_key_changes(&key, project)};
     snprintf(last_id, 48, "0-0");
     snprintf(max_deleted, 48, "0-0");
+    if (first_id)
+        snprintf(first_id, 48, "0-0");
+    if (exists)
+        *exists = false;
     redisReply *r = command(c, 3, argv);
     if (r == NULL)
         return FG_EIO;
@@ -172,7 +199,14 @@ int fg_cache_changes_state(fg_cache_changes_t *c, const char *project, char *las
             snprintf(last_id, 48, "%s", l);
         if (m)
             snprintf(max_deleted, 48, "%s", m);
-    } /* an error reply: no such key, so nothing was ever added nor trimmed */
+        if (exists)
+            *exists = true;
+        /* nothing ever deleted: the entries are all it ever had */
+        long long added = int_field(r, "entries-added"), length = int_field(r, "length");
+        const char *first = first_entry_id(r);
+        if (first_id && first && added >= 0 && added == length)
+            snprintf(first_id, 48, "%s", first);
+    } /* an error reply: no such key, so nothing was ever added nor trimmed (or a FLUSHALL) */
     freeReplyObject(r);
     return FG_OK;
 }

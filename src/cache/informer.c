@@ -891,8 +891,9 @@ static void apply_event(inf_t *in, const fg_kube_event_t *ev) {
             json_object_get(json_object_get(ev->object, "metadata"), "resourceVersion"));
     else
         version = json_string_value(json_object_get(t, "version"));
-    if (insight_change_cmd(&chg, c->owner->scripts[S_CHANGE].sha1, &c->owner->insights, in->ki,
-                           c->conf->name, name, scope, text, len, version))
+    if (insight_change_cmd(&chg, c->owner->scripts[S_CHANGE].sha1, &c->owner->insights,
+                           in->ki->name, in->ki->resource, c->conf->name, name, scope, text, len,
+                           version, false))
         writer_append(&c->w, INSIGHT_CHANGE_ARGC, chg.argv, chg.lens);
     insight_history_cmd_t hc;
     if (insight_history_cmd(&hc, c->owner->scripts[S_HISTORY].sha1, &c->owner->insights,

@@ -1,7 +1,7 @@
 /* cache/insight_feed.c: the insights feed of the informers (cache_internal.h): the commands that
  * fold a cluster's Event into its project's timeline (cache/insight_event.lua), that add a
- * watch event to its project's change stream (cache/insight_change.lua) and that add an object's
- * state changes to its project's history (cache/insight_history.lua). */
+ * watch event or write-through to its project's change stream (cache/insight_change.lua) and that
+ * add an object's state changes to its project's history (cache/insight_history.lua). */
 #include "cache_internal.h"
 
 #include <stdio.h>
@@ -42,30 +42,38 @@ bool insight_event_cmd(insight_event_cmd_t *cmd, const char *sha1, const fg_insi
     return true;
 }
 
-/* The API's name of the kinds that have a change stream (ObjectKind), by fg_kind_t. */
-static const char *const api_kinds[FG_KIND_COUNT] = {
-    [FG_KIND_POD] = "Pod",         [FG_KIND_APP] = "App",       [FG_KIND_JOBSET] = "JobSet",
-    [FG_KIND_CRONJOB] = "CronJob", [FG_KIND_SCALER] = "Scaler", [FG_KIND_PROJECT] = "Project",
-};
+/* The API's name (ObjectKind) of the cache kinds that have a change stream. */
+static const struct {
+    const char *cache, *api;
+} change_kinds[] = {{"pod", "Pod"},         {"app", "App"},       {"jobset", "JobSet"},
+                    {"cronjob", "CronJob"}, {"scaler", "Scaler"}, {"project", "Project"}};
 
 bool insight_change_cmd(insight_change_cmd_t *cmd, const char *sha1, const fg_insights_conf_t *conf,
-                        const fg_kube_kind_info_t *ki, const char *cluster, const char *name,
-                        const char *scope, const char *text, size_t len, const char *version) {
-    const char *kind = api_kinds[ki->kind];
-    const char *project = ki->kind == FG_KIND_PROJECT ? name : scope;
-    if (kind == NULL || project == NULL || version == NULL)
+                        const char *kind, const char *resource, const char *cluster,
+                        const char *name, const char *scope, const char *text, size_t len,
+                        const char *version, bool through) {
+    const char *api = NULL;
+    for (size_t i = 0; i < sizeof change_kinds / sizeof change_kinds[0]; i++)
+        if (strcmp(change_kinds[i].cache, kind) == 0)
+            api = change_kinds[i].api;
+    const char *project = strcmp(kind, "project") == 0 ? name : scope;
+    if (api == NULL || project == NULL || version == NULL)
         return false;
-    fg_cache_key_objects(&cmd->objects, ki->name, cluster, scope);
+    fg_cache_key_objects(&cmd->objects, kind, cluster, scope);
     fg_cache_key_changes(&cmd->stream, project);
+    fg_cache_key_rv(&cmd->rv, cluster, resource);
+    fg_cache_key_change_mark(&cmd->mark, kind, cluster, scope, name);
     fg_format_time_ms(fg_wall_ms(), cmd->time, sizeof cmd->time);
     snprintf(cmd->maxlen, sizeof cmd->maxlen, "%lld", (long long)conf->changes_max_per_project);
     const char *a[INSIGHT_CHANGE_ARGC] = {
-        "EVALSHA", sha1,    "2",     cmd->objects.s, cmd->stream.s, name,    text,
-        kind,      cluster, version, cmd->time,      cmd->maxlen,   ki->name};
+        "EVALSHA",     sha1,        "4",         cmd->objects.s,
+        cmd->stream.s, cmd->rv.s,   cmd->mark.s, name,
+        text,          api,         cluster,     version,
+        cmd->time,     cmd->maxlen, kind,        through ? "through" : "watch"};
     memcpy(cmd->argv, a, sizeof a);
     for (int i = 0; i < INSIGHT_CHANGE_ARGC; i++)
         cmd->lens[i] = strlen(a[i]);
-    cmd->lens[6] = len;
+    cmd->lens[8] = len;
     return true;
 }
 

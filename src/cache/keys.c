@@ -125,3 +125,9 @@ const char *fg_cache_key_changes(fg_cache_key_t *k, const char *project) {
     const char *parts[] = {project};
     return join(k, "fg:chg", 1, parts);
 }
+
+const char *fg_cache_key_change_mark(fg_cache_key_t *k, const char *kind, const char *cluster,
+                                     const char *scope, const char *name) {
+    const char *parts[] = {kind, cluster, scope, name};
+    return join(k, "fg:chgv", 4, parts);
+}

@@ -12,39 +12,57 @@
  * event still on its way would bring the object back until the DELETED event came. All items go
  * in one round trip.
  *
- * Each item's history (cache/insight_history.lua) is compared just before its write, with the
- * same guards: the write-through usually reaches the cache before the watch brings the same
- * version, and the watch then finds nothing changed. The entry ids are the same whichever
- * writer compares first, so a change is recorded once. */
+ * Each item's history (cache/insight_history.lua) and change stream entry
+ * (cache/insight_change.lua) are compared just before its write, with the same guards: the
+ * write-through usually reaches the cache before the watch brings the same version, and the
+ * watch then finds nothing changed. The history's entry ids are the same whichever writer
+ * compares first, and the change stream keeps the version it last streamed for each object, so
+ * a change is recorded once and streamed once, in order. */
 #include "cache_internal.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static fg_redis_script_t script, history;
+static fg_redis_script_t script, history, change;
 static pthread_once_t script_once = PTHREAD_ONCE_INIT;
-/* the history's retention (insights.history_*), set at start-up (fg_cache_through_configure) */
+/* the history's retention (insights.history_*) and the change stream's bound
+ * (insights.changes_max_per_project), set at start-up (fg_cache_through_configure) */
 static fg_insights_conf_t insights = {.history_max_age_s = 2592000,
-                                      .history_max_per_project = 10000};
+                                      .history_max_per_project = 10000,
+                                      .changes_max_per_project = 10000};
 
 static void script_init(void) {
     fg_redis_script_init(&script, fg_cache_upsert_lua);
     fg_redis_script_init(&history, fg_insight_history_lua);
+    fg_redis_script_init(&change, fg_insight_change_lua);
 }
 
 void fg_cache_through_configure(const fg_insights_conf_t *conf) {
     insights = *conf;
 }
 
-/* Appends item it's history comparison when its kind has a history. */
-static void add_history(fg_redis_batch_t *b, const fg_cache_through_t *it) {
+/* Appends item it's change stream comparison when its kind has one; returns its index in the
+ * batch, or SIZE_MAX. */
+static size_t add_change(fg_redis_batch_t *b, const fg_cache_through_t *it) {
+    insight_change_cmd_t cc;
+    if (!insight_change_cmd(&cc, change.sha1, &insights, it->kind, it->resource, it->cluster,
+                            it->name, it->scope, it->object, strlen(it->object), it->rv, true))
+        return SIZE_MAX;
+    return fg_redis_batch_add(b, INSIGHT_CHANGE_ARGC, cc.argv, cc.lens);
+}
+
+/* Appends item it's history comparison when its kind has a history; returns its index in the
+ * batch, or SIZE_MAX. */
+static size_t add_history(fg_redis_batch_t *b, const fg_cache_through_t *it) {
     insight_history_cmd_t hc;
-    if (insight_history_cmd(&hc, history.sha1, &insights, it->kind, it->resource, it->cluster,
-                            it->name, it->scope, it->object, strlen(it->object), it->rv,
-                            HIST_THROUGH))
-        fg_redis_batch_add(b, INSIGHT_HISTORY_ARGC, hc.argv, hc.lens);
+    if (!insight_history_cmd(&hc, history.sha1, &insights, it->kind, it->resource, it->cluster,
+                             it->name, it->scope, it->object, strlen(it->object), it->rv,
+                             HIST_THROUGH))
+        return SIZE_MAX;
+    return fg_redis_batch_add(b, INSIGHT_HISTORY_ARGC, hc.argv, hc.lens);
 }
 
 /* Appends item it's EVALSHA (ARGV as cache_upsert.lua: name, object, scope, resourceVersion,
@@ -78,26 +96,44 @@ static bool noscript(const fg_redis_reply_t *rep) {
            strncmp(s, "NOSCRIPT", 8) == 0;
 }
 
+/* Logs the error reply, if any, of item it's comparison at index i of the batch (SIZE_MAX: none).
+ */
+static void log_comparison(fg_redis_batch_t *b, size_t i, const char *what,
+                           const fg_cache_through_t *it) {
+    if (i == SIZE_MAX)
+        return;
+    const fg_redis_reply_t *rep = fg_redis_batch_reply(b, i);
+    if (fg_redis_reply_type(rep) != FG_REDIS_ERROR)
+        return;
+    size_t len;
+    const char *s = fg_redis_reply_str(rep, &len);
+    FG_LOG(FG_LOG_ERROR, NULL, "cache: %s of %s %s/%s not compared: %.*s", what, it->kind,
+           it->cluster, it->name, (int)(len < 200 ? len : 200), s);
+}
+
 int fg_cache_write_through(fg_redis_t *r, const fg_cache_through_t *items, size_t n, bool *shown) {
     pthread_once(&script_once, script_init);
     if (n == 0)
         return FG_OK;
     fg_redis_batch_t *b = fg_redis_batch_new();
-    size_t *at = fg_xcalloc(n, sizeof *at); /* each item's upsert in the batch */
+    /* each item's change comparison, history comparison and upsert in the batch */
+    size_t *at = fg_xcalloc(3 * n, sizeof *at);
     int rc = FG_OK;
     for (size_t i = 0; i < n; i++)
         shown[i] = false;
     for (int attempt = 0; attempt < 2; attempt++) {
         fg_redis_batch_reset(b);
         for (size_t i = 0; i < n; i++) {
-            add_history(b, &items[i]);
-            at[i] = add(b, &items[i]);
+            /* the change stream first, as the informer does: both compare with the cached object */
+            at[3 * i] = add_change(b, &items[i]);
+            at[3 * i + 1] = add_history(b, &items[i]);
+            at[3 * i + 2] = add(b, &items[i]);
         }
         rc = fg_redis_batch_run(r, b, NULL, 0);
         if (rc != FG_OK)
             break;
         bool missing = false;
-        for (size_t i = 0; i < at[n - 1] + 1; i++)
+        for (size_t i = 0; i < at[3 * n - 1] + 1; i++)
             missing = missing || noscript(fg_redis_batch_reply(b, i));
         if (!missing)
             break;
@@ -105,22 +141,18 @@ int fg_cache_write_through(fg_redis_t *r, const fg_cache_through_t *items, size_
          * scripts are guarded, so running an item twice changes nothing. */
         const char *load[] = {"SCRIPT", "LOAD", script.source};
         const char *load_h[] = {"SCRIPT", "LOAD", history.source};
-        rc = fg_redis_command(r, 3, load) == FG_OK && fg_redis_command(r, 3, load_h) == FG_OK
+        const char *load_c[] = {"SCRIPT", "LOAD", change.source};
+        rc = fg_redis_command(r, 3, load) == FG_OK && fg_redis_command(r, 3, load_h) == FG_OK &&
+                     fg_redis_command(r, 3, load_c) == FG_OK
                  ? FG_OK
                  : FG_EIO;
         if (rc != FG_OK)
             break;
     }
     for (size_t i = 0; rc == FG_OK && i < n; i++) {
-        const fg_redis_reply_t *hrep =
-            i > 0 ? fg_redis_batch_reply(b, at[i - 1] + 1) : fg_redis_batch_reply(b, 0);
-        if (at[i] > (i > 0 ? at[i - 1] + 1 : 0) && fg_redis_reply_type(hrep) == FG_REDIS_ERROR) {
-            size_t len;
-            const char *s = fg_redis_reply_str(hrep, &len);
-            FG_LOG(FG_LOG_ERROR, NULL, "cache: history of %s %s/%s not compared: %.*s",
-                   items[i].kind, items[i].cluster, items[i].name, (int)(len < 200 ? len : 200), s);
-        }
-        const fg_redis_reply_t *rep = fg_redis_batch_reply(b, at[i]);
+        log_comparison(b, at[3 * i], "change stream", &items[i]);
+        log_comparison(b, at[3 * i + 1], "history", &items[i]);
+        const fg_redis_reply_t *rep = fg_redis_batch_reply(b, at[3 * i + 2]);
         int64_t v = fg_redis_reply_type(rep) == FG_REDIS_INTEGER ? fg_redis_reply_int(rep) : -1;
         if (fg_redis_reply_type(rep) == FG_REDIS_ERROR) {
             size_t len;

@@ -64,6 +64,10 @@ static bool sid_parse(const char *s, sid_t *out) {
     return true;
 }
 
+static bool sid_zero(sid_t a) {
+    return a.ms == 0 && a.sq == 0;
+}
+
 static int sid_cmp(sid_t a, sid_t b) {
     if (a.ms != b.ms)
         return a.ms < b.ms ? -1 : 1;
@@ -298,7 +302,7 @@ static void ready_feeds(sse_hub_t *h) {
     for (size_t i = 0; i < n; i++) {
         char last[48], deleted[48];
         sid_t id;
-        if (fg_cache_changes_state(h->reader, projects[i], last, deleted) != FG_OK ||
+        if (fg_cache_changes_state(h->reader, projects[i], last, deleted, NULL, NULL) != FG_OK ||
             !sid_parse(last, &id))
             continue;
         pthread_mutex_lock(&h->mu);
@@ -330,7 +334,10 @@ static void serve_subs(sse_hub_t *h) {
             if (!x->have_last) {
                 x->state = SUB_RING;
                 x->seq = x->feed->next_seq;
-            } else if (sid_cmp(x->pos, x->feed->base) >= 0) {
+            } else if (sid_cmp(x->pos, x->feed->base) >= 0 &&
+                       (!sid_zero(x->feed->base) || sid_zero(x->pos))) {
+                /* a feed that began with no stream (base 0-0) cannot tell an id of a stream
+                 * gone since (a FLUSHALL) from one of the new stream: the state is asked */
                 x->state = SUB_RING;
                 x->seq = seq_after(x->feed, x->pos);
             }
@@ -346,12 +353,18 @@ static void serve_subs(sse_hub_t *h) {
         todo_t *t = &todo[i];
         bool trimmed = false;
         if (t->state == SUB_INIT) {
-            char last[48], deleted[48];
-            sid_t del;
-            if (fg_cache_changes_state(h->reader, t->project, last, deleted) != FG_OK ||
-                !sid_parse(deleted, &del))
+            char last[48], deleted[48], first[48];
+            sid_t del, fst;
+            bool exists;
+            if (fg_cache_changes_state(h->reader, t->project, last, deleted, first, &exists) !=
+                    FG_OK ||
+                !sid_parse(deleted, &del) || !sid_parse(first, &fst))
                 continue;
-            trimmed = sid_cmp(t->pos, del) < 0;
+            /* trimmed away; or an id this stream never had (before its first entry, nothing ever
+             * deleted, or no stream at all): the stream was made again, e.g. after a FLUSHALL,
+             * so what came between is lost. "0-0" (from the beginning) always resumes. */
+            trimmed = sid_cmp(t->pos, del) < 0 ||
+                      (!sid_zero(t->pos) && (!exists || sid_cmp(t->pos, fst) < 0));
         }
         batch_t b = {.hub = h};
         size_t got = 0;

@@ -771,6 +771,75 @@ START_TEST(changes_reset_keepalives_and_contract) {
 }
 END_TEST
 
+/* Waits (bounded) until GET path answers 200 as dev. */
+static void wait_readable(const char *path, int max_ms) {
+    for (int waited = 0;; waited += 100) {
+        th_resp_t r;
+        long st = get(path, dev, &r);
+        th_resp_free(&r);
+        if (st == 200)
+            return;
+        ck_assert_msg(waited < max_ms, "%s never readable", path);
+        sleep_ms(100);
+    }
+}
+
+START_TEST(changes_reset_after_flushall) {
+    /* an id of the stream as it was before a FLUSHALL cannot resume: the changes between are
+     * gone with it (and the relist that follows streams nothing) */
+    char old[48];
+    make_pod(0, "shop", "before", "", "10m");
+    wait_readable("/v1/projects/shop/pods/before", 10000);
+    sleep_ms(300);
+    stream_last_id("fg:chg:shop", old);
+    ck_assert_str_ne(old, "0-0");
+    freeReplyObject(redisCommand(rc, "FLUSHALL"));
+    /* the stream does not exist yet */
+    FILE *f = curl_stream(port, dev, old, 2);
+    char *body = read_all(f);
+    pclose(f);
+    ck_assert_msg(strstr(body, "event: reset\n") != NULL, "no reset: %.500s", body);
+    ck_assert_ptr_nonnull(strstr(body, "id: 0-0\nevent: reset"));
+    ck_assert_ptr_null(strstr(body, "\"name\":\"before\""));
+    free(body);
+    /* the cache is back (relisted), then a new change makes the stream again */
+    wait_readable("/v1/projects/shop/pods/before", 20000);
+    make_pod(1, "shop", "after", "", "10m");
+    char now[48] = "0-0";
+    for (int waited = 0; strcmp(now, "0-0") == 0; waited += 100) {
+        ck_assert_msg(waited < 10000, "the new pod was never streamed");
+        sleep_ms(100);
+        stream_last_id("fg:chg:shop", now);
+    }
+    /* the old id is older than the new stream's first entry: reset, then the new changes */
+    f = curl_stream(port, dev, old, 2);
+    body = read_all(f);
+    pclose(f);
+    char *reset = strstr(body, "event: reset\n");
+    ck_assert_msg(reset != NULL, "no reset: %.1000s", body);
+    ck_assert_ptr_nonnull(strstr(reset, "older than the stream's history"));
+    ck_assert_ptr_null(strstr(body, "\"name\":\"before\""));
+    char err[4096];
+    int v = contract_check("GET", "/v1/projects/shop/changes", 200, "text/event-stream", body,
+                           strlen(body), err, sizeof err);
+    ck_assert_msg(v == CONTRACT_VALID, "%s\n%.2000s", err, body);
+    free(body);
+    /* from the beginning ("0-0", the first reset's id) and from the new stream's own id: no
+     * reset; the new pod from the beginning */
+    f = curl_stream(port, dev, "0-0", 2);
+    body = read_all(f);
+    pclose(f);
+    ck_assert_msg(strstr(body, "event: reset") == NULL, "%.1000s", body);
+    ck_assert_msg(strstr(body, "\"name\":\"after\"") != NULL, "%.2000s", body);
+    free(body);
+    f = curl_stream(port, dev, now, 2);
+    body = read_all(f);
+    pclose(f);
+    ck_assert_msg(strstr(body, "event: reset") == NULL, "%.1000s", body);
+    free(body);
+}
+END_TEST
+
 START_TEST(changes_refusals) {
     th_resp_t r;
     ck_assert_int_eq(get("/v1/projects/shop/changes", other, &r), 403);
@@ -982,6 +1051,7 @@ static Suite *insights_suite(void) {
     tcase_set_timeout(ch, 180);
     tcase_add_test(ch, changes_exactly_once_in_order_across_replicas_and_reconnects);
     tcase_add_test(ch, changes_reset_keepalives_and_contract);
+    tcase_add_test(ch, changes_reset_after_flushall);
     tcase_add_test(ch, changes_refusals);
     tcase_add_test(ch, changes_drain_ends_streams_cleanly);
     tcase_add_test(ch, cors_preflight_and_exposed_headers);
