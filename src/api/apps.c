@@ -94,17 +94,16 @@ static void uses_free(fg_cache_quota_use_t *uses, size_t n) {
 }
 
 /* What the cache shows of the tier's apps in the project, one entry an app (summed over
- * clusters). false when it replied 503. */
-static bool tier_usage_or_reply(fg_req_t *req, const char *project, const char *tier,
-                                fg_cache_quota_use_t **uses, size_t *nuses) {
-    fg_api_t *api = fg_req_app(req);
+ * clusters). false (why said) when Redis could not be read. */
+static bool tier_usage(fg_api_t *api, const char *rid, const char *project, const char *tier,
+                       fg_cache_quota_use_t **uses, size_t *nuses, char *why, size_t len) {
     fg_redis_batch_t *b = fg_redis_batch_new();
     fg_cache_key_t k;
     for (size_t i = 0; i < api->cfg->nclusters; i++)
         fg_redis_batch_addv(b, "HGETALL",
                             fg_cache_key_objects(&k, "app", api->cfg->clusters[i].name, project),
                             NULL);
-    if (!rd_batch_or_reply(req, api, b)) {
+    if (fg_redis_batch_run(api->redis, b, why, len) != FG_OK) {
         fg_redis_batch_free(b);
         return false;
     }
@@ -112,7 +111,7 @@ static bool tier_usage_or_reply(fg_req_t *req, const char *project, const char *
     for (size_t i = 0; i < api->cfg->nclusters; i++) {
         const fg_redis_reply_t *h = fg_redis_batch_reply(b, i);
         for (size_t j = 1; j < fg_redis_reply_len(h); j += 2) {
-            json_t *a = rd_parse_object(fg_redis_reply_at(h, j), fg_req_id(req));
+            json_t *a = rd_parse_object(fg_redis_reply_at(h, j), rid);
             const char *name = rd_str(a, "name"),
                        *t = rd_str(json_object_get(a, "labels"), AS_TIER_LABEL);
             if (a && name && strcmp(t ? t : "OnDemand", tier) == 0) {
@@ -137,22 +136,22 @@ static bool tier_usage_or_reply(fg_req_t *req, const char *project, const char *
     return true;
 }
 
-/* The tier's quota, checked and reserved atomically across replicas (cache/quota_reserve.lua):
- * the tier must have a quota in the project, and this app's replicas plus every other app of the
- * tier (in the cache, or reserved by a write in flight) must fit. keep false: check only (a dry
- * run). 409 quota-exceeded naming tier, resource, would-be usage and quota. */
-bool quota_or_reply(fg_req_t *req, const json_t *project, const json_t *spec, const char *app,
-                    int64_t replicas, bool keep) {
-    const char *tier = as_tier(spec), *name = json_string_value(json_object_get(project, "name"));
+void quota_demand(const json_t *containers, int64_t pods, int64_t out[3]) {
+    demand(containers, pods, out);
+}
+
+int quota_reserve_at(fg_api_t *api, const char *rid, const json_t *project, const char *tier,
+                     const char *app, const int64_t want[3], bool keep, quota_verdict_t *out) {
+    const char *name = json_string_value(json_object_get(project, "name"));
     const json_t *lim =
         json_object_get(json_object_get(json_object_get(project, "quotas"), tier), "limits");
+    memset(out, 0, sizeof *out);
     if (lim == NULL) {
-        fg_reply_problem(req, FG_PROBLEM_QUOTA_EXCEEDED,
-                         "tier %s of project %s has no quota: the tier may not be used", tier,
-                         name);
-        return false;
+        snprintf(out->why, sizeof out->why,
+                 "tier %s of project %s has no quota: the tier may not be used", tier, name);
+        return QUOTA_NO_TIER;
     }
-    int64_t limit[3], want[3];
+    int64_t limit[3];
     for (size_t r = 0; r < 3; r++) {
         const json_t *q = json_object_get(lim, quota_rows[r].res);
         const char *s = json_string_value(q);
@@ -160,52 +159,75 @@ bool quota_or_reply(fg_req_t *req, const json_t *project, const json_t *spec, co
         if (s && fg_kube_quantity_parse(s, strlen(s), quota_rows[r].milli, &limit[r]) != FG_OK)
             limit[r] = -1;
     }
-    json_t *all = json_deep_copy(json_object_get(spec, "containers")),
-           *sidecars = as_sidecar_containers(spec, cfg_of(req));
-    json_array_extend(all, sidecars); /* the sidecars' requests count as the app's */
-    demand(all, replicas, want);
-    json_decref(all);
-    json_decref(sidecars);
-    fg_api_t *api = fg_req_app(req);
     fg_cache_quota_use_t *uses = NULL, *jobs = NULL;
     size_t nuses = 0, njobs = 0;
     fg_cache_quota_verdict_t v = {0};
-    int rc = FG_OK;
+    int rc = FG_OK, verdict = QUOTA_FITS;
     /* Running job sets are read every time (they finish on their own, and a finished one frees
      * its quota at once); the apps' usage is the one some write kept in Redis less than
      * QUOTA_USAGE_KEEP_MS ago, and only when there is none is every app of the tier read from
      * the cache (and kept for the next writes). */
     json_t *running = json_object();
-    bool ok = js_tier_usage_or_reply(req, name, tier, app, running);
+    bool ok = js_tier_usage(api, rid, name, tier, app, running, out->why, sizeof out->why);
     jobs = uses_of(running, &njobs);
     json_decref(running);
     if (ok) {
         rc = fg_cache_quota_reserve(api->redis, name, tier, app, want, limit, QUOTA_TTL_MS, jobs,
                                     njobs, NULL, 0, 0, &v);
         if (rc == FG_OK && v.need_uses) {
-            ok = tier_usage_or_reply(req, name, tier, &uses, &nuses);
+            ok = tier_usage(api, rid, name, tier, &uses, &nuses, out->why, sizeof out->why);
             if (ok)
                 rc = fg_cache_quota_reserve(api->redis, name, tier, app, want, limit, QUOTA_TTL_MS,
                                             jobs, njobs, uses, nuses, QUOTA_USAGE_KEEP_MS, &v);
         }
     }
-    if (ok && (rc != FG_OK || v.need_uses)) {
-        fg_reply_problem(req, FG_PROBLEM_REDIS_UNAVAILABLE,
-                         "the quota of tier %s cannot be checked: redis is unavailable", tier);
-        ok = false;
-    } else if (ok && !v.reserved) {
+    if (!ok) {
+        FG_LOG(FG_LOG_ERROR, rid, "quota of %s/%s: %s", name, tier, out->why);
+        verdict = QUOTA_UNREAD;
+    } else if (rc != FG_OK || v.need_uses) {
+        snprintf(out->why, sizeof out->why,
+                 "the quota of tier %s cannot be checked: redis is unavailable", tier);
+        verdict = QUOTA_UNAVAILABLE;
+    } else if (!v.reserved) {
         const char *unit = quota_rows[v.resource].milli ? "m" : "";
-        fg_reply_problem(req, FG_PROBLEM_QUOTA_EXCEEDED,
-                         "tier %s of project %s: %s would be %lld%s of a quota of %lld%s", tier,
-                         name, quota_rows[v.resource].res, (long long)v.would_be, unit,
-                         (long long)v.limit, unit);
-        ok = false;
-    } else if (ok && !keep) {
+        snprintf(out->why, sizeof out->why,
+                 "tier %s of project %s: %s would be %lld%s of a quota of %lld%s", tier, name,
+                 quota_rows[v.resource].res, (long long)v.would_be, unit, (long long)v.limit, unit);
+        verdict = QUOTA_EXCEEDED;
+    } else if (!keep) {
         fg_cache_quota_release(api->redis, name, tier, app);
     }
     uses_free(uses, nuses);
     uses_free(jobs, njobs);
-    return ok;
+    return verdict;
+}
+
+/* The tier's quota, checked and reserved atomically across replicas (cache/quota_reserve.lua):
+ * the tier must have a quota in the project, and this app's replicas plus every other app of the
+ * tier (in the cache, or reserved by a write in flight) must fit. keep false: check only (a dry
+ * run). 409 quota-exceeded naming tier, resource, would-be usage and quota. */
+bool quota_or_reply(fg_req_t *req, const json_t *project, const json_t *spec, const char *app,
+                    int64_t replicas, bool keep) {
+    int64_t want[3];
+    json_t *all = json_deep_copy(json_object_get(spec, "containers")),
+           *sidecars = as_sidecar_containers(spec, cfg_of(req));
+    json_array_extend(all, sidecars); /* the sidecars' requests count as the app's */
+    demand(all, replicas, want);
+    json_decref(all);
+    json_decref(sidecars);
+    quota_verdict_t v;
+    switch (quota_reserve_at(fg_req_app(req), fg_req_id(req), project, as_tier(spec), app, want,
+                             keep, &v)) {
+        case QUOTA_FITS:
+            return true;
+        case QUOTA_NO_TIER:
+        case QUOTA_EXCEEDED:
+            fg_reply_problem(req, FG_PROBLEM_QUOTA_EXCEEDED, "%s", v.why);
+            return false;
+        default:
+            fg_reply_problem(req, FG_PROBLEM_REDIS_UNAVAILABLE, "%s", v.why);
+            return false;
+    }
 }
 
 void quota_release(fg_req_t *req, const char *project, const json_t *spec, const char *app) {

@@ -499,12 +499,18 @@ static json_t *run_job(fg_req_t *req, const json_t *cron, const char *project, c
     json_object_set_new(labels, JS_LABEL, json_string(run));
     json_object_set_new(ann, "cronjob.kubernetes.io/instantiate", json_string("manual"));
     wr_stamp(req, ann);
-    return json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:o,s:[{s:s,s:s,s:O,s:O,s:b,s:b}]},s:O}",
+    json_t *spec = json_deep_copy(json_object_get(tmpl, "spec"));
+    const char *adm = json_string_value(json_object_get(ann, CJ_ADMISSION_ANNOTATION));
+    if (adm && strcmp(adm, "quota") == 0) { /* a trigger is charged already: it runs at once */
+        json_object_set_new(spec, "suspend", json_false());
+        json_object_set_new(ann, CJ_ADMISSION_ANNOTATION, json_string("admitted"));
+    }
+    return json_pack("{s:s,s:s,s:{s:s,s:s,s:o,s:o,s:[{s:s,s:s,s:O,s:O,s:b,s:b}]},s:o}",
                      "apiVersion", "batch/v1", "kind", "Job", "metadata", "name", run, "namespace",
                      project, "labels", labels, "annotations", ann, "ownerReferences", "apiVersion",
                      "batch/v1", "kind", "CronJob", "name", json_object_get(meta, "name"), "uid",
                      json_object_get(meta, "uid"), "controller", 1, "blockOwnerDeletion", 1, "spec",
-                     json_object_get(tmpl, "spec"));
+                     spec);
 }
 
 /* The job template's spec as accepted (for the quota: containers, tier), with the live

@@ -298,6 +298,11 @@ static int set_suspend(fg_req_t *req, bool suspend) {
     json_t *patch =
         json_pack("{s:{s:b},s:{s:{}}}", "spec", "suspend", suspend, "metadata", "annotations");
     wr_stamp(req, json_object_get(json_object_get(patch, "metadata"), "annotations"));
+    /* a scheduled cron run is the user's from now on: the reconciler no longer admits it */
+    json_object_set_new(json_object_get(json_object_get(patch, "metadata"), "annotations"),
+                        CJ_ADMISSION_ANNOTATION, json_null());
+    json_object_set_new(json_object_get(json_object_get(patch, "metadata"), "annotations"),
+                        CJ_HELD_ANNOTATION, json_null());
     json_t *spec = cached_spec(&j), *proj = NULL;
     size_t n = jobset_writes(&j, FG_KUBE_PATCH, j.path, patch, w);
     int rc = FG_OK;
@@ -359,20 +364,19 @@ static void demand(const json_t *containers, int64_t pods, int64_t out[3]) {
     }
 }
 
-bool js_tier_usage_or_reply(fg_req_t *req, const char *project, const char *tier, const char *skip,
-                            json_t *by_name) {
-    fg_api_t *api = fg_req_app(req);
+bool js_tier_usage(fg_api_t *api, const char *rid, const char *project, const char *tier,
+                   const char *skip, json_t *by_name, char *why, size_t len) {
     fg_redis_batch_t *b = fg_redis_batch_new();
     fg_cache_key_t k;
     for (size_t i = 0; i < api->cfg->nclusters; i++)
         fg_redis_batch_addv(b, "HGETALL",
                             fg_cache_key_objects(&k, "jobset", api->cfg->clusters[i].name, project),
                             NULL);
-    bool ok = rd_batch_or_reply(req, api, b);
+    bool ok = fg_redis_batch_run(api->redis, b, why, len) == FG_OK;
     for (size_t i = 0; ok && i < api->cfg->nclusters; i++) {
         const fg_redis_reply_t *h = fg_redis_batch_reply(b, i);
         for (size_t j = 1; j < fg_redis_reply_len(h); j += 2) {
-            json_t *o = rd_parse_object(fg_redis_reply_at(h, j), fg_req_id(req));
+            json_t *o = rd_parse_object(fg_redis_reply_at(h, j), rid);
             const char *name = rd_str(o, "name"), *state = rd_str(o, "state"),
                        *t = rd_str(json_object_get(o, "labels"), AS_TIER_LABEL);
             char qname[96];

@@ -273,6 +273,14 @@ json_t *cj_cronjob(const json_t *cj, const char *project, int64_t completions, i
         (json_int_t)(keep_failed ? json_integer_value(keep_failed) : 1), "jobTemplate", "metadata",
         "labels", CJ_LABEL, name, "app.kubernetes.io/managed-by", "fleetgate", AS_TIER_LABEL, tier,
         "spec", js_job_spec(tmpl, CJ_LABEL, name, completions, parallelism, offset, cfg));
+    /* Scheduled runs are charged to the quota: one the template lets run starts suspended,
+     * and the reconciler admits it (CJ_ADMISSION_ANNOTATION). */
+    json_t *jt = json_object_get(cspec, "jobTemplate");
+    if (!json_is_true(json_object_get(tmpl, "suspend"))) {
+        json_object_set_new(json_object_get(jt, "spec"), "suspend", json_true());
+        json_object_set_new(json_object_get(jt, "metadata"), "annotations",
+                            json_pack("{s:s}", CJ_ADMISSION_ANNOTATION, "quota"));
+    }
     if (json_object_get(spec, "timeZone"))
         json_object_set(cspec, "timeZone", json_object_get(spec, "timeZone"));
     if (json_object_get(spec, "startingDeadlineSeconds"))

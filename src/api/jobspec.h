@@ -49,6 +49,12 @@ json_t *js_job_spec(const json_t *spec, const char *key, const char *name, int64
 /* ---- cron jobs ---------------------------------------------------------------------------- */
 
 #define CJ_LABEL "fleetgate.io/cronjob" /* on the CronJobs, their Jobs and pods: the cron job */
+/* On a cron job's job template (so on its scheduled runs): "quota" when fleetgate wrote the
+ * template suspended for the quota (the template as sent runs at once), so a scheduled run
+ * starts suspended and the reconciler unsuspends it once it fits the tier's quota, then writes
+ * "admitted". A run held meanwhile has CJ_HELD_ANNOTATION saying why. */
+#define CJ_ADMISSION_ANNOTATION "fleetgate.io/admission"
+#define CJ_HELD_ANNOTATION      "fleetgate.io/quota-held"
 
 /* Whether s is a schedule the contract takes: five cron fields (numbers, *, a-b, lists, /step,
  * within each field's range) or one of the @ macros. */

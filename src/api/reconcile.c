@@ -29,7 +29,8 @@
  * time): the scalers fleetgate made for an app follow it when the pass moves it, and are put
  * back where the app runs when they are found elsewhere (sc_follow_at); cron jobs with a
  * CronJob missing, left over or edited by hand are repaired from their recorded spec and
- * placement, and a cron job delete that did not finish is finished (cron_pass, cj_repair).
+ * placement, and a cron job delete that did not finish is finished (cron_pass, cj_repair);
+ * the runs cron jobs start on schedule are admitted to the tier's quota (admit_pass).
  */
 #include "api_internal.h"
 #include "appspec.h"
@@ -784,6 +785,267 @@ static size_t cron_pass(struct rc_apps *r, const fleet_t *f, int64_t now, json_t
     return acted;
 }
 
+/* ---- scheduled cron runs admitted to the tier's quota ------------------------------------ *
+ *
+ * A cron job's template is written suspended (CJ_ADMISSION_ANNOTATION "quota", jobspec.h), so
+ * each run the clusters' cronjob controllers start waits. Each pass takes the runs waiting (a
+ * Job suspended with that annotation in one of their clusters), oldest first, and reserves what
+ * the whole run takes (min(parallelism, completions) pods of its shards, summed) under the run's
+ * job set name, atomically with every write (quota_reserve_at). A run that fits is unsuspended
+ * in its clusters and marked "admitted"; the others stay suspended and carry why
+ * (CJ_HELD_ANNOTATION), which the job set shows (phase Pending, condition Admitted False,
+ * QuotaExceeded). Once the cache shows an admitted run unsuspended it counts itself in the usage,
+ * and its reservation is dropped. */
+
+typedef struct {
+    bool held, waiting, admitted, suspended;
+    char note[512]; /* CJ_HELD_ANNOTATION as the Job has it */
+} run_shard_t;
+
+typedef struct {
+    char project[64], name[256], tier[32], created[40], cron[256];
+    int64_t want[3];
+    run_shard_t at[FG_FED_MAX_CLUSTERS];
+} run_t;
+
+static void file_run(const json_t *o, size_t c, run_t **runs, size_t *n, json_t *index) {
+    const char *name = json_string_value(json_object_get(o, "name")),
+               *project = json_string_value(json_object_get(o, "project")),
+               *adm = json_string_value(json_object_get(o, "admission")),
+               *tier =
+                   json_string_value(json_object_get(json_object_get(o, "labels"), AS_TIER_LABEL)),
+               *state = json_string_value(json_object_get(o, "state"));
+    if (name == NULL || project == NULL || adm == NULL || json_object_get(o, "cronjob") == NULL ||
+        json_object_get(o, "deletionTime") != NULL || strlen(project) >= 64 || strlen(name) >= 256)
+        return;
+    char key[330];
+    snprintf(key, sizeof key, "%s/%s", project, name);
+    json_t *at = json_object_get(index, key);
+    size_t i;
+    if (at == NULL) {
+        *runs = fg_xrealloc(*runs, (*n + 1) * sizeof **runs);
+        i = (*n)++;
+        memset(&(*runs)[i], 0, sizeof **runs);
+        snprintf((*runs)[i].project, sizeof(*runs)[i].project, "%s", project);
+        snprintf((*runs)[i].name, sizeof(*runs)[i].name, "%s", name);
+        snprintf((*runs)[i].tier, sizeof(*runs)[i].tier, "%s", tier ? tier : "OnDemand");
+        snprintf((*runs)[i].cron, sizeof(*runs)[i].cron, "%s",
+                 json_string_value(json_object_get(o, "cronjob"))
+                     ? json_string_value(json_object_get(o, "cronjob"))
+                     : "");
+        json_object_set_new(index, key, json_integer((json_int_t)i));
+    } else {
+        i = (size_t)json_integer_value(at);
+    }
+    run_t *r = &(*runs)[i];
+    const char *created = json_string_value(json_object_get(o, "creationTime"));
+    if (created && (r->created[0] == '\0' || strcmp(created, r->created) < 0))
+        snprintf(r->created, sizeof r->created, "%s", created);
+    const json_t *jp = json_object_get(o, "parallelism"), *jc = json_object_get(o, "completions");
+    int64_t par = json_is_integer(jp) ? json_integer_value(jp) : 1,
+            comp = json_is_integer(jc) ? json_integer_value(jc) : 1, d[3];
+    quota_demand(json_object_get(o, "containers"), par < comp ? par : comp, d);
+    for (size_t k = 0; k < 3; k++)
+        r->want[k] += d[k];
+    run_shard_t *s = &r->at[c];
+    const char *note = json_string_value(json_object_get(o, "quotaHeld"));
+    s->held = true;
+    s->suspended = state && strcmp(state, "Suspended") == 0;
+    s->waiting = strcmp(adm, "quota") == 0 && s->suspended;
+    s->admitted = strcmp(adm, "admitted") == 0;
+    snprintf(s->note, sizeof s->note, "%s", note ? note : "");
+}
+
+/* Every scheduled run of fleetgate's cron jobs as the cache shows it (*runs: free()). */
+static int read_runs(struct rc_apps *r, size_t n, run_t **runs, size_t *nruns) {
+    const fg_config_t *cfg = r->api->cfg;
+    fg_redis_batch_t *b = fg_redis_batch_new(), *h = fg_redis_batch_new();
+    fg_cache_key_t k;
+    size_t *owner = NULL, nh = 0;
+    int rc = FG_OK;
+    *runs = NULL;
+    *nruns = 0;
+    for (size_t c = 0; c < n; c++)
+        fg_redis_batch_addv(b, "SMEMBERS", fg_cache_key_scopes(&k, "jobset", cfg->clusters[c].name),
+                            NULL);
+    if (fg_redis_batch_run(r->api->redis, b, NULL, 0) != FG_OK)
+        rc = FG_EIO;
+    for (size_t c = 0; rc == FG_OK && c < n; c++) {
+        const fg_redis_reply_t *scopes = fg_redis_batch_reply(b, c);
+        for (size_t j = 0; j < fg_redis_reply_len(scopes); j++) {
+            size_t len;
+            const char *p = fg_redis_reply_str(fg_redis_reply_at(scopes, j), &len);
+            char project[64];
+            if (p == NULL || len >= sizeof project)
+                continue;
+            snprintf(project, sizeof project, "%.*s", (int)len, p);
+            owner = fg_xrealloc(owner, (nh + 1) * sizeof *owner);
+            owner[nh++] = c;
+            fg_redis_batch_addv(h, "HGETALL",
+                                fg_cache_key_objects(&k, "jobset", cfg->clusters[c].name, project),
+                                NULL);
+        }
+    }
+    json_t *index = json_object();
+    if (rc == FG_OK && nh > 0 && fg_redis_batch_run(r->api->redis, h, NULL, 0) != FG_OK)
+        rc = FG_EIO;
+    for (size_t i = 0; rc == FG_OK && i < nh; i++) {
+        const fg_redis_reply_t *hash = fg_redis_batch_reply(h, i);
+        for (size_t j = 1; j < fg_redis_reply_len(hash); j += 2) {
+            json_t *o = parse(fg_redis_reply_at(hash, j));
+            if (o)
+                file_run(o, owner[i], runs, nruns, index);
+            json_decref(o);
+        }
+    }
+    json_decref(index);
+    free(owner);
+    fg_redis_batch_free(h);
+    fg_redis_batch_free(b);
+    return rc;
+}
+
+/* The project as presented, from the cache (a new reference; NULL when not there). */
+static json_t *cached_project(struct rc_apps *r, const char *name) {
+    rd_ctx_t c = {.api = r->api, .kind = "project", .resource = "namespaces", .scope = "_"};
+    const fg_config_t *cfg = r->api->cfg;
+    fg_redis_batch_t *b = fg_redis_batch_new();
+    fg_cache_key_t k;
+    for (size_t i = 0; i < cfg->nclusters && c.nparts < RD_MAX_CLUSTERS; i++) {
+        c.parts[c.nparts++].conf = &cfg->clusters[i];
+        fg_redis_batch_addv(
+            b, "HGET", fg_cache_key_objects(&k, "project", cfg->clusters[i].name, "_"), name, NULL);
+    }
+    json_t *objs[RD_MAX_CLUSTERS] = {0}, *p = NULL;
+    size_t found = 0;
+    if (fg_redis_batch_run(r->api->redis, b, NULL, 0) == FG_OK)
+        for (size_t i = 0; i < c.nparts; i++)
+            found += (objs[i] = parse(fg_redis_batch_reply(b, i))) != NULL;
+    if (found)
+        p = rd_present_project(&c, objs);
+    for (size_t i = 0; i < c.nparts; i++)
+        json_decref(objs[i]);
+    fg_redis_batch_free(b);
+    return p;
+}
+
+static int cmp_runs(const void *a, const void *b) {
+    const run_t *x = a, *y = b;
+    int d = strcmp(x->created, y->created);
+    return d ? d : strcmp(x->name, y->name);
+}
+
+/* Sends patch to the run's shards that are waiting (up clusters only); the number applied. */
+static size_t patch_waiting(struct rc_apps *r, const fleet_t *f, const run_t *run,
+                            const json_t *patch, const char *note) {
+    fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
+    fg_fed_outcome_t out[FG_FED_MAX_CLUSTERS];
+    char path[400];
+    size_t n = 0;
+    snprintf(path, sizeof path, "/apis/batch/v1/namespaces/%s/jobs/%s", run->project, run->name);
+    for (size_t c = 0; c < f->n; c++)
+        if (run->at[c].waiting && !f->down[c] && (note == NULL || strcmp(note, run->at[c].note)))
+            w[n++] = (fg_fed_write_t){
+                .cluster = f->cl[c].name, .method = FG_KUBE_PATCH, .path = path, .body = patch};
+    if (n == 0)
+        return 0;
+    size_t failed = fg_fed_write_all(r->api->fed, w, n, RC_DEADLINE_MS, out);
+    bool shown[FG_FED_MAX_CLUSTERS];
+    fg_fed_write_through(r->api->fed, w, out, n, shown);
+    fg_fed_outcomes_clear(out, n);
+    r->writes += n - failed;
+    return n - failed;
+}
+
+static void admit_pass(struct rc_apps *r, const fleet_t *f) {
+    run_t *runs = NULL;
+    size_t n = 0, looked = 0;
+    if (read_runs(r, f->n, &runs, &n) != FG_OK) {
+        free(runs);
+        return;
+    }
+    if (n > 1)
+        qsort(runs, n, sizeof *runs, cmp_runs);
+    /* a run is whole once its Jobs are in every cluster holding its cron job: the clusters'
+     * controllers start them each on its own, and half a run must not take the quota */
+    cron_t *crons = NULL;
+    size_t ncrons = 0;
+    json_t *shards = json_object();
+    if (read_crons(r, f->n, &crons, &ncrons) == FG_OK)
+        for (size_t i = 0; i < ncrons; i++) {
+            size_t held = 0;
+            for (size_t c = 0; c < f->n; c++)
+                held += crons[i].at[c].held;
+            char key[330];
+            snprintf(key, sizeof key, "%s/%s", crons[i].project, crons[i].name);
+            json_object_set_new(shards, key, json_integer((json_int_t)held));
+        }
+    free(crons);
+    json_t *projects = json_object();
+    fg_redis_batch_t *drop = fg_redis_batch_new();
+    size_t ndrop = 0;
+    for (size_t i = 0; i < n; i++) {
+        run_t *run = &runs[i];
+        bool waiting = false, suspended = false;
+        for (size_t c = 0; c < f->n; c++) {
+            waiting = waiting || run->at[c].waiting;
+            suspended = suspended || (run->at[c].held && run->at[c].suspended);
+        }
+        char qname[300];
+        JS_QUOTA_NAME(qname, run->name);
+        if (!waiting) {
+            if (!suspended) { /* admitted and shown running (or done): it counts itself now */
+                fg_cache_key_t k;
+                fg_redis_batch_addv(drop, "HDEL", fg_cache_key_quota(&k, run->project, run->tier),
+                                    qname, NULL);
+                ndrop++;
+            }
+            continue;
+        }
+        char key[330];
+        size_t have = 0;
+        snprintf(key, sizeof key, "%s/%s", run->project, run->cron);
+        for (size_t c = 0; c < f->n; c++)
+            have += run->at[c].held;
+        if ((json_int_t)have < json_integer_value(json_object_get(shards, key)) ||
+            looked++ >= RC_MAX_APPS_PASS)
+            continue;
+        json_t *proj = json_object_get(projects, run->project);
+        if (proj == NULL) {
+            proj = cached_project(r, run->project);
+            if (proj == NULL)
+                continue;
+            json_object_set_new(projects, run->project, proj);
+        }
+        quota_verdict_t v;
+        int verdict = quota_reserve_at(r->api, NULL, proj, run->tier, qname, run->want, true, &v);
+        if (verdict == QUOTA_FITS) {
+            json_t *patch =
+                json_pack("{s:{s:{s:s,s:n,s:s}},s:{s:b}}", "metadata", "annotations",
+                          CJ_ADMISSION_ANNOTATION, "admitted", CJ_HELD_ANNOTATION,
+                          "fleetgate.io/requested-by", RC_REQUESTED_BY, "spec", "suspend", 0);
+            size_t done = patch_waiting(r, f, run, patch, NULL);
+            json_decref(patch);
+            FG_LOG(FG_LOG_INFO, NULL,
+                   "reconciler: cron run %s/%s fits tier %s's quota: started in %zu clusters",
+                   run->project, run->name, run->tier, done);
+        } else if (verdict == QUOTA_NO_TIER || verdict == QUOTA_EXCEEDED) {
+            json_t *patch =
+                json_pack("{s:{s:{s:s}}}", "metadata", "annotations", CJ_HELD_ANNOTATION, v.why);
+            if (patch_waiting(r, f, run, patch, v.why) > 0)
+                FG_LOG(FG_LOG_INFO, NULL, "reconciler: cron run %s/%s held: %s", run->project,
+                       run->name, v.why);
+            json_decref(patch);
+        }
+    }
+    if (ndrop > 0)
+        (void)fg_redis_batch_run(r->api->redis, drop, NULL, 0);
+    fg_redis_batch_free(drop);
+    json_decref(shards);
+    json_decref(projects);
+    free(runs);
+}
+
 /* ---- the pass --------------------------------------------------------------------------- */
 
 void rc_apps_pass(void *ud) {
@@ -839,6 +1101,7 @@ void rc_apps_pass(void *ud) {
             }
         }
         acted = cron_pass(r, &f, now, pending, acted);
+        admit_pass(r, &f);
         json_decref(r->pending);
         r->pending = pending;
         pending = NULL;

@@ -20,6 +20,17 @@ bool place_or_reply(fg_req_t *req, const json_t *spec, int64_t replicas, const b
  * atomically across replicas; false when it replied (409 quota-exceeded, 503). */
 bool quota_or_reply(fg_req_t *req, const json_t *project, const json_t *spec, const char *app,
                     int64_t replicas, bool keep);
+/* The request-less core of quota_or_reply, which the reconciler takes too: want ({cpu milli,
+ * memory bytes, pods}) under the name app in the project's (as presented) tier, checked and
+ * (keep) reserved atomically. One of the QUOTA_* verdicts, with why said for all but FITS. */
+enum { QUOTA_FITS, QUOTA_NO_TIER, QUOTA_EXCEEDED, QUOTA_UNREAD, QUOTA_UNAVAILABLE };
+typedef struct {
+    char why[512];
+} quota_verdict_t;
+int quota_reserve_at(fg_api_t *api, const char *rid, const json_t *project, const char *tier,
+                     const char *app, const int64_t want[3], bool keep, quota_verdict_t *out);
+/* What pods pods of containers request: {cpu milli, memory bytes, pods}. */
+void quota_demand(const json_t *containers, int64_t pods, int64_t out[3]);
 /* Drops app's reservation in spec's tier. */
 void quota_release(fg_req_t *req, const char *project, const json_t *spec, const char *app);
 
@@ -28,9 +39,9 @@ void quota_release(fg_req_t *req, const char *project, const json_t *spec, const
 /* Adds what the cache shows of the tier's running job sets (not finished, not suspended:
  * min(parallelism, completions) times the pod's requests, summed over clusters) to by_name, one
  * entry "jobset/<name>" -> [cpu milli, memory bytes, pods] each, leaving out the entry named skip.
- * false when it replied 503 (jobsets.c). */
-bool js_tier_usage_or_reply(fg_req_t *req, const char *project, const char *tier, const char *skip,
-                            json_t *by_name);
+ * false (why said) when Redis could not be read (jobsets.c). */
+bool js_tier_usage(fg_api_t *api, const char *rid, const char *project, const char *tier,
+                   const char *skip, json_t *by_name, char *why, size_t len);
 
 /* Answers the job set name as the cache shows it (status: 200, or 201 with its Location), with
  * the write's placement and outcomes (both taken); when the cache shows its Jobs in at least

@@ -233,12 +233,20 @@ static json_t *present_jobset(const rd_ctx_t *c, json_t *const *objs) {
     int64_t act = 0, ok = 0, bad = 0, completions = 0, parallelism = 0;
     size_t n = 0, nsucc = 0, nsusp = 0, nfail = 0, nrun = 0;
     bool suspend = false;
+    const char *held = NULL;
     json_t *clusters = json_array();
     for (size_t i = 0; i < c->nparts; i++) {
         const json_t *j = objs[i];
         if (j == NULL)
             continue;
-        const char *ph = job_phase(j);
+        const char *ph = job_phase(j), *adm = rd_str(j, "admission");
+        /* a scheduled cron run waiting for the quota (api/jobspec.h) is pending, not
+         * suspended: its spec did not ask for it */
+        bool waiting = adm && strcmp(adm, "quota") == 0 && strcmp(ph, "Suspended") == 0;
+        if (waiting) {
+            ph = "Pending";
+            held = held ? held : rd_str(j, "quotaHeld");
+        }
         n++;
         nsucc += strcmp(ph, "Succeeded") == 0;
         nsusp += strcmp(ph, "Suspended") == 0;
@@ -249,7 +257,8 @@ static json_t *present_jobset(const rd_ctx_t *c, json_t *const *objs) {
         act += a, ok += s, bad += fl;
         completions += rd_int(j, "completions", 1);
         parallelism += rd_int(j, "parallelism", 1);
-        suspend = suspend || json_is_true(json_object_get(j, "suspend"));
+        if (!waiting)
+            suspend = suspend || json_is_true(json_object_get(j, "suspend"));
         json_array_append_new(
             clusters, json_pack("{s:s,s:s,s:s,s:o}", "cluster", c->parts[i].conf->name, "zone",
                                 c->parts[i].conf->zone, "phase", ph, "pods", job_counts(a, s, fl)));
@@ -278,6 +287,10 @@ static json_t *present_jobset(const rd_ctx_t *c, json_t *const *objs) {
         time_over(c, objs, "startTime", false), "completedAt",
         finished ? time_over(c, objs, "completionTime", true) : json_null(), "clusters", clusters);
     json_t *failures = failed_shards(c, objs);
+    if (held && strcmp(phase, "Pending") == 0) /* held by the reconciler for the tier's quota */
+        json_array_append_new(failures, json_pack("{s:s,s:s,s:s,s:o}", "type", "Admitted", "status",
+                                                  "False", "reason", "QuotaExceeded", "message",
+                                                  rd_string_cut(held, 1000)));
     if (json_array_size(failures))
         json_object_set_new(status, "conditions", failures);
     else

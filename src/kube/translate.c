@@ -1093,6 +1093,9 @@ static const row_t jobset_rows[] = {
     LIST("containers", "spec.template.spec.containers", template_containers),
     ROW("requestedBy", "metadata.annotations", c_map_key, "fleetgate.io/requested-by"),
     ROW("requestId", "metadata.annotations", c_map_key, "fleetgate.io/request-id"),
+    /* a scheduled cron run's admission to the tier's quota (api/jobspec.h) */
+    ROW("admission", "metadata.annotations", c_map_key, "fleetgate.io/admission"),
+    ROW("quotaHeld", "metadata.annotations", c_map_key, "fleetgate.io/quota-held"),
     IDENTITY(lifetime),
 };
 

@@ -1457,6 +1457,136 @@ START_TEST(scaler_follows_an_app_the_reconciler_moves) {
 }
 END_TEST
 
+/* A run of cron job tally in list other than skip (NULL: any) in phase, NULL when none. */
+static const json_t *tally_run(const json_t *list, const char *skip, const char *phase) {
+    size_t i;
+    json_t *js;
+    json_array_foreach(json_object_get(list, "items"), i, js) {
+        const json_t *owner = json_object_get(js, "owner");
+        const char *n = json_string_value(json_object_get(js, "name"));
+        if (json_is_object(owner) &&
+            strcmp(json_string_value(json_object_get(owner, "name")), "tally") == 0 &&
+            (skip == NULL || strcmp(n, skip) != 0) && has_phase(js, phase))
+            return js;
+    }
+    return NULL;
+}
+
+typedef struct {
+    const char *skip, *phase;
+} run_want_t;
+
+static bool run_in_phase(const json_t *list, const void *arg) {
+    const run_want_t *w = arg;
+    return tally_run(list, w->skip, w->phase) != NULL;
+}
+
+/* Whether run name's Job in cluster i is suspended (kubesim's own object). */
+static bool ks_job_suspended(int i, const char *name) {
+    char path[256];
+    json_t *o = NULL;
+    snprintf(path, sizeof path, "/apis/batch/v1/namespaces/shop/jobs/%s", name);
+    bool s = tk_call(&ks, i, "GET", path, NULL, &o) == 200 &&
+             json_is_true(json_object_get(json_object_get(o, "spec"), "suspend"));
+    json_decref(o);
+    return s;
+}
+
+START_TEST(cronjob_runs_are_charged_to_the_quota) {
+    create_shop();
+    th_resp_t r;
+    /* Reserved has 500m of CPU; a run takes 2 x 200m over c0 and c2: it fits once. */
+    char *body = fg_xasprintf(
+        "{\"name\": \"tally\", \"spec\": {\"schedule\": \"* * * * *\", \"concurrencyPolicy\": "
+        "\"Allow\", \"jobTemplate\": {\"completions\": 2, \"parallelism\": 2, \"tier\": "
+        "\"Reserved\", \"placement\": {\"clusterSelector\": {\"matchLabels\": {\"env\": "
+        "\"prod\"}}}, \"containers\": [{\"name\": \"count\", \"image\": "
+        "\"registry.example.net/shop/count:1\", \"command\": [\"true\"], \"resources\": "
+        "{\"requests\": {\"cpu\": \"200m\", \"memory\": \"32Mi\"}}}]}}}");
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/cronjobs", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+    /* The first scheduled run fits: the reconciler starts it and it succeeds. */
+    move_clocks(61);
+    run_want_t ok = {NULL, "Succeeded"};
+    json_t *list = poll_get("/v1/projects/shop/jobsets", run_in_phase, &ok, 20000);
+    const json_t *first = tally_run(list, NULL, "Succeeded");
+    ck_assert_msg(first, "the first run did not succeed");
+    char name1[128];
+    snprintf(name1, sizeof name1, "%s", json_string_value(json_object_get(first, "name")));
+    json_decref(list);
+    /* A job set takes 200m of the tier (200 completions one at a time, minutes of work): the
+     * next run (400m) no longer fits and is held, suspended in its clusters, the job set
+     * Pending saying why. The finished run's reservation is dropped by the reconciler's next
+     * pass (2 s), so the job set may have to wait that long. */
+    body = fg_xasprintf(
+        "{\"name\": \"ledger\", \"spec\": {\"completions\": 200, \"parallelism\": 1, \"tier\": "
+        "\"Reserved\", \"containers\": [{\"name\": \"l\", \"image\": "
+        "\"registry.example.net/shop/ledger:1\", \"command\": [\"true\"], \"resources\": "
+        "{\"requests\": {\"cpu\": \"200m\", \"memory\": \"32Mi\"}}}]}}");
+    long st = 0;
+    for (int waited = 0; waited <= 6000; waited += 250) {
+        st = call("POST", "/v1/projects/shop/jobsets", dev, body, NULL, true, &r);
+        bool quota = st == 409 && strstr(r.body, "quota-exceeded");
+        th_resp_free(&r);
+        if (!quota)
+            break;
+        sleep_ms(250);
+    }
+    ck_assert_int_eq(st, 201);
+    free(body);
+    move_clocks(61 + 60);
+    run_want_t pend = {name1, "Pending"};
+    list = poll_get("/v1/projects/shop/jobsets", run_in_phase, &pend, 20000);
+    const json_t *second = tally_run(list, name1, "Pending");
+    ck_assert_msg(second, "no second run held");
+    char name2[128];
+    snprintf(name2, sizeof name2, "%s", json_string_value(json_object_get(second, "name")));
+    json_decref(list);
+    /* its reason is written by the reconciler's next look: wait for it */
+    const json_t *cond = NULL;
+    json_t *held = NULL;
+    char path[192];
+    snprintf(path, sizeof path, "/v1/projects/shop/jobsets/%s", name2);
+    for (int waited = 0; waited < 20000 && cond == NULL; waited += 200) {
+        json_decref(held);
+        held = poll_get(path, has_phase, "Pending", 0);
+        cond = json_array_get(json_object_get(json_object_get(held, "status"), "conditions"), 0);
+        if (cond == NULL)
+            sleep_ms(200);
+    }
+    ck_assert_msg(cond, "the held run says nothing");
+    ck_assert_str_eq(json_string_value(json_object_get(cond, "type")), "Admitted");
+    ck_assert_str_eq(json_string_value(json_object_get(cond, "status")), "False");
+    ck_assert_str_eq(json_string_value(json_object_get(cond, "reason")), "QuotaExceeded");
+    /* (600m, or more while another run of a passing minute holds its share) */
+    const char *msg = json_string_value(json_object_get(cond, "message"));
+    ck_assert_msg(strstr(msg, "tier Reserved of project shop: cpu would be ") &&
+                      strstr(msg, "m of a quota of 500m"),
+                  "%s", msg);
+    ck_assert_int_eq(pods_count(held, "active") + pods_count(held, "succeeded"), 0);
+    json_decref(held);
+    ck_assert(ks_job_suspended(0, name2) && ks_job_suspended(2, name2));
+    sleep_ms(2500); /* another pass: still held */
+    ck_assert(ks_job_suspended(0, name2) && ks_job_suspended(2, name2));
+    /* A trigger is refused as before. */
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/cronjobs/tally:trigger", dev, NULL, NULL, true, &r), 409);
+    ck_assert_msg(strstr(r.body, "quota-exceeded"), "%s", r.body);
+    th_resp_free(&r);
+    /* The job set is suspended: the quota frees, the held run is started and succeeds. */
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/jobsets/ledger:suspend", dev, NULL, NULL, true, &r), 200);
+    th_resp_free(&r);
+    json_t *done = poll_get(path, has_phase, "Succeeded", 30000);
+    ck_assert_msg(done && has_phase(done, "Succeeded"), "the held run was not released: %s",
+                  done ? phase_of(done) : "(none)");
+    ck_assert_int_eq(pods_count(done, "succeeded"), 2);
+    ck_assert_ptr_null(json_object_get(json_object_get(done, "status"), "conditions"));
+    json_decref(done);
+}
+END_TEST
+
 static Suite *jobs_suite(void) {
     Suite *s = suite_create("jobs");
     TCase *tp = tcase_create("pods");
@@ -1481,6 +1611,11 @@ static Suite *jobs_suite(void) {
     tcase_add_test(tc, cronjob_refusals);
     tcase_add_test(tc, cronjob_repaired_by_the_reconciler);
     suite_add_tcase(s, tc);
+    TCase *tq = tcase_create("cronquota");
+    tcase_add_checked_fixture(tq, setup, teardown);
+    tcase_set_timeout(tq, 120);
+    tcase_add_test(tq, cronjob_runs_are_charged_to_the_quota);
+    suite_add_tcase(s, tq);
     TCase *ts = tcase_create("scalers");
     tcase_add_checked_fixture(ts, setup, teardown);
     tcase_set_timeout(ts, 120);
