@@ -522,11 +522,12 @@ START_TEST(jobset_runs_to_succeeded_over_two_clusters) {
         json_decref(job);
     }
     ck_assert_ptr_null(ks_job(1, "reindex"));
-    /* While it runs its pods are charged to the tier (4 at once). */
+    /* While it runs its pods are charged to the tier: 2 for each cluster whose share still runs
+     * (4 at once). A loaded machine may have finished one share, or both, already. */
     long used = quota_pods_used();
     json_t *now = poll_get("/v1/projects/shop/jobsets/reindex", has_phase, "Succeeded", 0);
-    if (!has_phase(now, "Succeeded")) /* (a loaded machine may have finished it already) */
-        ck_assert_int_eq(used, 4);
+    if (!has_phase(now, "Succeeded"))
+        ck_assert_msg(used == 4 || used == 2, "pods charged while running: %ld", used);
     json_decref(now);
     /* Runs to Succeeded: 12 pods succeeded, 6 in each cluster, each cluster Succeeded. */
     json_t *done = poll_get("/v1/projects/shop/jobsets/reindex", has_phase, "Succeeded", 30000);
