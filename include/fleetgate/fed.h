@@ -199,6 +199,12 @@ void fg_fed_write_through(fg_fed_t *fed, const fg_fed_write_t *w, const fg_fed_o
  * new reference, else NULL), so that a write can answer without reading it back. */
 void fg_fed_write_through_keep(fg_fed_t *fed, const fg_fed_write_t *w, const fg_fed_outcome_t *out,
                                size_t n, bool *shown, json_t **objs);
+/* fg_fed_write_all and fg_fed_write_through_keep in one: each cluster's answer is written
+ * through as soon as it comes, while the other clusters' writes are still on their way, so the
+ * caller does not wait for the write-through after the slowest cluster. shown[i] and objs[i] as
+ * fg_fed_write_through_keep's (the caller frees objs). Returns what fg_fed_write_all returns. */
+size_t fg_fed_write_all_through(fg_fed_t *fed, const fg_fed_write_t *w, size_t n, long deadline_ms,
+                                fg_fed_outcome_t *out, bool *shown, json_t **objs);
 
 /* ---- the reconciler (src/fed/reconcile.c) ---------------------------------------------------- */
 

@@ -140,8 +140,11 @@ void quota_demand(const json_t *containers, int64_t pods, int64_t out[3]) {
     demand(containers, pods, out);
 }
 
-int quota_reserve_at(fg_api_t *api, const char *rid, const json_t *project, const char *tier,
-                     const char *app, const int64_t want[3], bool keep, quota_verdict_t *out) {
+/* quota_reserve_at with the tier's running job sets already read (js_tier_usage's by_name:
+ * running_read), or NULL to read them here. */
+static int quota_reserve_with(fg_api_t *api, const char *rid, const json_t *project,
+                              const char *tier, const char *app, const int64_t want[3], bool keep,
+                              const json_t *running_read, quota_verdict_t *out) {
     const char *name = json_string_value(json_object_get(project, "name"));
     const json_t *lim =
         json_object_get(json_object_get(json_object_get(project, "quotas"), tier), "limits");
@@ -167,8 +170,9 @@ int quota_reserve_at(fg_api_t *api, const char *rid, const json_t *project, cons
      * its quota at once); the apps' usage is the one some write kept in Redis less than
      * QUOTA_USAGE_KEEP_MS ago, and only when there is none is every app of the tier read from
      * the cache (and kept for the next writes). */
-    json_t *running = json_object();
-    bool ok = js_tier_usage(api, rid, name, tier, app, running, out->why, sizeof out->why);
+    json_t *running = running_read ? json_deep_copy(running_read) : json_object();
+    bool ok = running_read ||
+              js_tier_usage(api, rid, name, tier, app, running, out->why, sizeof out->why);
     jobs = uses_of(running, &njobs);
     json_decref(running);
     if (ok) {
@@ -202,12 +206,28 @@ int quota_reserve_at(fg_api_t *api, const char *rid, const json_t *project, cons
     return verdict;
 }
 
+int quota_reserve_at(fg_api_t *api, const char *rid, const json_t *project, const char *tier,
+                     const char *app, const int64_t want[3], bool keep, quota_verdict_t *out) {
+    return quota_reserve_with(api, rid, project, tier, app, want, keep, NULL, out);
+}
+
+static bool quota_with_or_reply(fg_req_t *req, const json_t *project, const json_t *spec,
+                                const char *app, int64_t replicas, bool keep,
+                                const json_t *running);
+
 /* The tier's quota, checked and reserved atomically across replicas (cache/quota_reserve.lua):
  * the tier must have a quota in the project, and this app's replicas plus every other app of the
  * tier (in the cache, or reserved by a write in flight) must fit. keep false: check only (a dry
  * run). 409 quota-exceeded naming tier, resource, would-be usage and quota. */
 bool quota_or_reply(fg_req_t *req, const json_t *project, const json_t *spec, const char *app,
                     int64_t replicas, bool keep) {
+    return quota_with_or_reply(req, project, spec, app, replicas, keep, NULL);
+}
+
+/* quota_or_reply with the tier's running job sets already read (NULL: read them here). */
+static bool quota_with_or_reply(fg_req_t *req, const json_t *project, const json_t *spec,
+                                const char *app, int64_t replicas, bool keep,
+                                const json_t *running) {
     int64_t want[3];
     json_t *all = json_deep_copy(json_object_get(spec, "containers")),
            *sidecars = as_sidecar_containers(spec, cfg_of(req));
@@ -216,8 +236,8 @@ bool quota_or_reply(fg_req_t *req, const json_t *project, const json_t *spec, co
     json_decref(all);
     json_decref(sidecars);
     quota_verdict_t v;
-    switch (quota_reserve_at(fg_req_app(req), fg_req_id(req), project, as_tier(spec), app, want,
-                             keep, &v)) {
+    switch (quota_reserve_with(fg_req_app(req), fg_req_id(req), project, as_tier(spec), app, want,
+                               keep, running, &v)) {
         case QUOTA_FITS:
             return true;
         case QUOTA_NO_TIER:
@@ -383,9 +403,44 @@ static void roll_back(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outco
     fg_fed_outcomes_clear(out, k);
 }
 
+/* What a create reads before it places, in one round trip: the project (*proj, 404 when there
+ * is none), the app's Deployments (c, *found: how many clusters hold one) and the tier's running
+ * job sets for the quota (*running, as js_tier_usage counts them). false when it replied. */
+static bool first_reads_or_reply(fg_req_t *req, const char *project, const char *name,
+                                 const char *tier, json_t **proj, rd_ctx_t *c, size_t *found,
+                                 json_t **running) {
+    fg_api_t *api = fg_req_app(req);
+    rd_ctx_t pc;
+    rd_at_t pat, at;
+    json_t *pobjs[RD_MAX_CLUSTERS], *objs[RD_MAX_CLUSTERS];
+    size_t pfound;
+    fg_redis_batch_t *b = fg_redis_batch_new();
+    bool ok = rd_get_add_or_reply(&pc, req, "project", "namespaces", "_", project, b, &pat) &&
+              rd_get_add_or_reply(c, req, "app", DEPLOYMENTS, project, name, b, &at);
+    size_t jobs = ok ? js_tier_usage_add(api, project, b) : 0;
+    if (ok && !rd_batch_or_reply(req, api, b))
+        ok = false;
+    if (ok) {
+        rd_get_read(&pc, b, &pat, pobjs, &pfound);
+        *proj = pfound ? rd_present_project(&pc, pobjs) : NULL;
+        rd_objs_free(pobjs, pc.nparts);
+        rd_get_read(c, b, &at, objs, found);
+        rd_objs_free(objs, c->nparts);
+        *running = json_object();
+        js_tier_usage_read(api, fg_req_id(req), tier, name, b, jobs, *running);
+        if (*proj == NULL) {
+            fg_reply_problem(req, FG_PROBLEM_NOT_FOUND, "no project %s", project);
+            ok = false;
+        }
+    }
+    fg_redis_batch_free(b);
+    return ok;
+}
+
 int fg_api_create_app(fg_req_t *req) {
     const char *project = fg_req_param(req, "project");
-    json_t *app = fg_req_json(req), *proj = NULL, *explain = NULL, *ann = NULL, *shards = NULL;
+    json_t *app = fg_req_json(req), *proj = NULL, *explain = NULL, *ann = NULL, *shards = NULL,
+           *running = NULL;
     json_t *deps[FG_FED_MAX_CLUSTERS] = {NULL};
     fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
     fg_fed_outcome_t o[FG_FED_MAX_CLUSTERS];
@@ -402,14 +457,10 @@ int fg_api_create_app(fg_req_t *req) {
     const char *name = json_string_value(json_object_get(app, "name"));
     const json_t *spec = json_object_get(app, "spec");
     int64_t replicas = json_integer_value(json_object_get(spec, "replicas"));
-    json_t *objs[RD_MAX_CLUSTERS];
     size_t found;
     rd_ctx_t c;
-    proj = project_or_reply(req, project);
-    if (proj == NULL ||
-        !rd_get_or_reply(&c, req, "app", DEPLOYMENTS, project, name, NULL, objs, &found))
+    if (!first_reads_or_reply(req, project, name, as_tier(spec), &proj, &c, &found, &running))
         goto out;
-    rd_objs_free(objs, c.nparts);
     if (found > 0) {
         rc = fg_reply_problem(req, FG_PROBLEM_CONFLICT, "app %s exists already in project %s", name,
                               project);
@@ -418,7 +469,7 @@ int fg_api_create_app(fg_req_t *req) {
     fg_fed_placement_t p;
     fg_fed_cluster_t placed_over[FG_FED_MAX_CLUSTERS];
     if (!place_or_reply(req, spec, replicas, NULL, placed_over, &p) ||
-        !quota_or_reply(req, proj, spec, name, replicas, !dry_run(req)))
+        !quota_with_or_reply(req, proj, spec, name, replicas, !dry_run(req), running))
         goto out;
     if (dry_run(req)) {
         rc = reply_dry_run(req, app, &p);
@@ -448,14 +499,19 @@ int fg_api_create_app(fg_req_t *req) {
     }
     snprintf(one, sizeof one, "%s/%s", path, name);
     fg_api_t *api = fg_req_app(req);
-    if (fg_fed_write_all(api->fed, w, n, WR_CLUSTER_DEADLINE_MS, o) > 0) {
+    /* each cluster's answer is written through as it comes (read your writes), while the others
+     * are on their way; a failed create's rollback deletes what that showed, through the watch */
+    json_t *kept[FG_FED_MAX_CLUSTERS];
+    bool shown[FG_FED_MAX_CLUSTERS];
+    if (fg_fed_write_all_through(api->fed, w, n, WR_CLUSTER_DEADLINE_MS, o, shown, kept) > 0) {
+        for (size_t i = 0; i < n; i++)
+            json_decref(kept[i]);
         roll_back(req, w, o, n, one);
         quota_release(req, project, spec, name);
         wr_reply_failure(req, w, o, n, "; the clusters that created it deleted it again");
         goto out;
     }
-    json_t *kept[FG_FED_MAX_CLUSTERS];
-    if (wr_wait_applied_keep(req, w, o, n, "app", DEPLOYMENTS, project, name, false, kept))
+    if (wr_wait_shown(req, w, o, n, "app", DEPLOYMENTS, project, name, false, shown))
         rc = reply_app_kept(req, &c, NULL, w, kept, n, project, name, 201, json_incref(explain),
                             fg_fed_outcomes_json(w, o, n));
     else
@@ -469,6 +525,7 @@ out:
         json_decref(deps[i]);
     vd_free(&v);
     json_decref(proj);
+    json_decref(running);
     json_decref(explain);
     json_decref(ann);
     json_decref(shards);

@@ -364,17 +364,31 @@ static void demand(const json_t *containers, int64_t pods, int64_t out[3]) {
     }
 }
 
-bool js_tier_usage(fg_api_t *api, const char *rid, const char *project, const char *tier,
-                   const char *skip, json_t *by_name, char *why, size_t len) {
-    fg_redis_batch_t *b = fg_redis_batch_new();
+size_t js_tier_usage_add(fg_api_t *api, const char *project, fg_redis_batch_t *b) {
+    size_t first = fg_redis_batch_len(b);
     fg_cache_key_t k;
     for (size_t i = 0; i < api->cfg->nclusters; i++)
         fg_redis_batch_addv(b, "HGETALL",
                             fg_cache_key_objects(&k, "jobset", api->cfg->clusters[i].name, project),
                             NULL);
+    return first;
+}
+
+bool js_tier_usage(fg_api_t *api, const char *rid, const char *project, const char *tier,
+                   const char *skip, json_t *by_name, char *why, size_t len) {
+    fg_redis_batch_t *b = fg_redis_batch_new();
+    size_t first = js_tier_usage_add(api, project, b);
     bool ok = fg_redis_batch_run(api->redis, b, why, len) == FG_OK;
-    for (size_t i = 0; ok && i < api->cfg->nclusters; i++) {
-        const fg_redis_reply_t *h = fg_redis_batch_reply(b, i);
+    if (ok)
+        js_tier_usage_read(api, rid, tier, skip, b, first, by_name);
+    fg_redis_batch_free(b);
+    return ok;
+}
+
+void js_tier_usage_read(fg_api_t *api, const char *rid, const char *tier, const char *skip,
+                        const fg_redis_batch_t *b, size_t first, json_t *by_name) {
+    for (size_t i = 0; i < api->cfg->nclusters; i++) {
+        const fg_redis_reply_t *h = fg_redis_batch_reply(b, first + i);
         for (size_t j = 1; j < fg_redis_reply_len(h); j += 2) {
             json_t *o = rd_parse_object(fg_redis_reply_at(h, j), rid);
             const char *name = rd_str(o, "name"), *state = rd_str(o, "state"),
@@ -401,6 +415,4 @@ bool js_tier_usage(fg_api_t *api, const char *rid, const char *project, const ch
             json_decref(o);
         }
     }
-    fg_redis_batch_free(b);
-    return ok;
 }

@@ -115,10 +115,12 @@ bool rd_name_or_reply(fg_req_t *req, const char *name) {
     return refuse(req, param, name, RULE_NAME);
 }
 
-/* One round trip: each part's fg:cluster and fg:sync hashes, and with name its object. */
-static bool begin(rd_ctx_t *c, fg_req_t *req, const char *kind, const char *resource,
-                  const char *scope, const char *cluster, const char *zone, const char *name,
-                  json_t **objs, size_t *found) {
+/* The first half of a read: checks scope and name (422), takes the parts in scope and adds each
+ * part's fg:cluster and fg:sync hashes, and with name its object, to b (at says where). false
+ * when it replied. */
+static bool begin_add(rd_ctx_t *c, fg_req_t *req, const char *kind, const char *resource,
+                      const char *scope, const char *cluster, const char *zone, const char *name,
+                      fg_redis_batch_t *b, rd_at_t *at) {
     memset(c, 0, sizeof *c);
     c->req = req;
     c->api = fg_req_app(req);
@@ -135,35 +137,64 @@ static bool begin(rd_ctx_t *c, fg_req_t *req, const char *kind, const char *reso
         c->parts[c->nparts++].conf = cc;
     }
     qsort(c->parts, c->nparts, sizeof c->parts[0], cmp_parts);
-    if (found)
-        *found = 0;
-    if (c->nparts == 0)
-        return true;
-
-    fg_redis_batch_t *b = fg_redis_batch_new();
-    size_t first[RD_MAX_CLUSTERS], obj[RD_MAX_CLUSTERS];
+    at->name = name;
     for (size_t i = 0; i < c->nparts; i++) {
         const char *cl = c->parts[i].conf->name;
         fg_cache_key_t k;
-        first[i] = fg_cache_batch_add_state(b, cl, resource);
+        at->first[i] = fg_cache_batch_add_state(b, cl, resource);
         if (name)
-            obj[i] = fg_redis_batch_addv(b, "HGET", fg_cache_key_objects(&k, kind, cl, scope), name,
-                                         NULL);
+            at->obj[i] = fg_redis_batch_addv(b, "HGET", fg_cache_key_objects(&k, kind, cl, scope),
+                                             name, NULL);
     }
-    bool ok = rd_batch_or_reply(req, c->api, b);
-    for (size_t i = 0; ok && i < c->nparts; i++) {
-        part_from(&c->parts[i], fg_redis_batch_reply(b, first[i]),
-                  fg_redis_batch_reply(b, first[i] + 1));
-        if (!name)
+    return true;
+}
+
+/* The second half, once b ran: judges each part and, with a name, parses its object. */
+static void begin_read(rd_ctx_t *c, const fg_redis_batch_t *b, const rd_at_t *at, json_t **objs,
+                       size_t *found) {
+    if (found)
+        *found = 0;
+    for (size_t i = 0; i < c->nparts; i++) {
+        part_from(&c->parts[i], fg_redis_batch_reply(b, at->first[i]),
+                  fg_redis_batch_reply(b, at->first[i] + 1));
+        if (!at->name)
             continue;
         /* A cluster never synced contributes nothing, even a leftover. */
         objs[i] = c->parts[i].fresh.state == FG_FRESH_MISSING
                       ? NULL
-                      : rd_parse_object(fg_redis_batch_reply(b, obj[i]), fg_req_id(req));
+                      : rd_parse_object(fg_redis_batch_reply(b, at->obj[i]), fg_req_id(c->req));
         *found += objs[i] != NULL;
+    }
+}
+
+/* One round trip: each part's fg:cluster and fg:sync hashes, and with name its object. */
+static bool begin(rd_ctx_t *c, fg_req_t *req, const char *kind, const char *resource,
+                  const char *scope, const char *cluster, const char *zone, const char *name,
+                  json_t **objs, size_t *found) {
+    if (found)
+        *found = 0;
+    fg_redis_batch_t *b = fg_redis_batch_new();
+    rd_at_t at;
+    bool ok = begin_add(c, req, kind, resource, scope, cluster, zone, name, b, &at);
+    if (ok && c->nparts > 0) {
+        ok = rd_batch_or_reply(req, c->api, b);
+        if (ok)
+            begin_read(c, b, &at, objs, found);
     }
     fg_redis_batch_free(b);
     return ok;
+}
+
+bool rd_get_add_or_reply(rd_ctx_t *c, fg_req_t *req, const char *kind, const char *resource,
+                         const char *scope, const char *name, fg_redis_batch_t *b, rd_at_t *at) {
+    return begin_add(c, req, kind, resource, scope, NULL, NULL, name, b, at);
+}
+
+void rd_get_read(rd_ctx_t *c, const fg_redis_batch_t *b, const rd_at_t *at, json_t **objs,
+                 size_t *found) {
+    for (size_t i = 0; i < RD_MAX_CLUSTERS; i++)
+        objs[i] = NULL;
+    begin_read(c, b, at, objs, found);
 }
 
 bool rd_begin_or_reply(rd_ctx_t *c, fg_req_t *req, const char *kind, const char *resource,

@@ -117,6 +117,17 @@ bool rd_get_or_reply(rd_ctx_t *c, fg_req_t *req, const char *kind, const char *r
                      const char *scope, const char *name, const char *only_cluster, json_t **objs,
                      size_t *found);
 void rd_objs_free(json_t **objs, size_t n);
+/* rd_get_or_reply in two halves, so that several reads (and other commands) share one round
+ * trip: _add checks scope and name (false when it replied 422) and adds the get's commands to b,
+ * at saying where; once b ran, _read fills c, objs (RD_MAX_CLUSTERS) and *found from it. */
+typedef struct {
+    const char *name;
+    size_t first[RD_MAX_CLUSTERS], obj[RD_MAX_CLUSTERS];
+} rd_at_t;
+bool rd_get_add_or_reply(rd_ctx_t *c, fg_req_t *req, const char *kind, const char *resource,
+                         const char *scope, const char *name, fg_redis_batch_t *b, rd_at_t *at);
+void rd_get_read(rd_ctx_t *c, const fg_redis_batch_t *b, const rd_at_t *at, json_t **objs,
+                 size_t *found);
 /* After a get found nothing in c's clusters: true when every one of them is synced for resource,
  * so "not found" is the truth; otherwise (a cluster never synced, or its data lost with
  * Redis's) whether `what` exists there is unknown, and this replies 503 not-ready naming the

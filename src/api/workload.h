@@ -42,6 +42,12 @@ void quota_release(fg_req_t *req, const char *project, const json_t *spec, const
  * false (why said) when Redis could not be read (jobsets.c). */
 bool js_tier_usage(fg_api_t *api, const char *rid, const char *project, const char *tier,
                    const char *skip, json_t *by_name, char *why, size_t len);
+/* js_tier_usage in two halves, to share a round trip: _add adds the reads of the project's job
+ * sets to b and returns the index of the first; once b ran, _read adds what they show to
+ * by_name as js_tier_usage does. */
+size_t js_tier_usage_add(fg_api_t *api, const char *project, fg_redis_batch_t *b);
+void js_tier_usage_read(fg_api_t *api, const char *rid, const char *tier, const char *skip,
+                        const fg_redis_batch_t *b, size_t first, json_t *by_name);
 
 /* Answers the job set name as the cache shows it (status: 200, or 201 with its Location), with
  * the write's placement and outcomes (both taken); when the cache shows its Jobs in at least

@@ -68,11 +68,19 @@ bool wr_wait_applied_keep(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_o
                           size_t n, const char *kind, const char *resource, const char *scope,
                           const char *name, bool gone, json_t **objs) {
     fg_api_t *api = fg_req_app(req);
-    fg_cache_wait_t waits[FG_FED_MAX_CLUSTERS];
     bool shown[FG_FED_MAX_CLUSTERS];
-    size_t nw = 0;
     n = n < FG_FED_MAX_CLUSTERS ? n : FG_FED_MAX_CLUSTERS;
     fg_fed_write_through_keep(api->fed, w, out, n, shown, objs);
+    return wr_wait_shown(req, w, out, n, kind, resource, scope, name, gone, shown);
+}
+
+bool wr_wait_shown(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *out, size_t n,
+                   const char *kind, const char *resource, const char *scope, const char *name,
+                   bool gone, const bool *shown) {
+    fg_api_t *api = fg_req_app(req);
+    fg_cache_wait_t waits[FG_FED_MAX_CLUSTERS];
+    size_t nw = 0;
+    n = n < FG_FED_MAX_CLUSTERS ? n : FG_FED_MAX_CLUSTERS;
     for (size_t i = 0; i < n; i++) {
         if (shown[i])
             continue; /* written through: the cache shows it already */

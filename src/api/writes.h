@@ -40,6 +40,11 @@ void wr_wait_applied(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcom
 bool wr_wait_applied_keep(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *out,
                           size_t n, const char *kind, const char *resource, const char *scope,
                           const char *name, bool gone, json_t **objs);
+/* The waiting half of wr_wait_applied_keep, after the writes were written through already
+ * (fg_fed_write_all_through; shown[i] as it said). */
+bool wr_wait_shown(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *out, size_t n,
+                   const char *kind, const char *resource, const char *scope, const char *name,
+                   bool gone, const bool *shown);
 /* Sends body (stolen) with status, an ETag of version and, for 201, a Location of path. */
 int wr_reply(fg_req_t *req, unsigned status, json_t *body, const char *version,
              const char *location);

@@ -7,6 +7,8 @@
  * Failed with the cluster's Status reason and message, quoted in the answer so the caller sees
  * which cluster refused what. The connections stay open between writes (a pool of connection
  * sets), so a write costs no TCP or TLS set-up once one went to the same clusters.
+ * fg_fed_write_all_through also writes each answer through to the cache (through.c) as it
+ * comes, while the slower clusters are still answering.
  */
 #include "fed_internal.h"
 
@@ -91,6 +93,75 @@ size_t fg_fed_write_all(fg_fed_t *fed, const fg_fed_write_t *w, size_t n, long d
     conns_give(fed, conns);
     for (size_t j = 0; j < ncalls; j++)
         judge(&w[idx[j]], &calls[j], &out[idx[j]]);
+    fg_kube_calls_clear(calls, ncalls);
+    for (size_t i = 0; i < n; i++)
+        failed += out[i].outcome != FG_FED_APPLIED;
+    return failed;
+}
+
+/* What fg_fed_write_all_through's callback works on. */
+typedef struct {
+    fg_fed_t *fed;
+    const fg_fed_write_t *w;
+    fg_fed_outcome_t *out;
+    const fg_kube_call_t *calls;
+    const size_t *idx; /* calls[j] is write idx[j] */
+    bool *judged;      /* by call */
+    bool *shown;
+    json_t **objs;
+} through_each_t;
+
+/* Judges the calls that just ended and writes their answers through, in one round trip. */
+static void through_ended(void *ud, const size_t *done, size_t ndone) {
+    through_each_t *e = ud;
+    fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
+    fg_fed_outcome_t *o = fg_xcalloc(ndone, sizeof *o); /* shallow copies: out keeps the objects */
+    bool shown[FG_FED_MAX_CLUSTERS];
+    json_t *objs[FG_FED_MAX_CLUSTERS];
+    for (size_t k = 0; k < ndone; k++) {
+        size_t j = done[k], i = e->idx[j];
+        judge(&e->w[i], &e->calls[j], &e->out[i]);
+        e->judged[j] = true;
+        w[k] = e->w[i];
+        o[k] = e->out[i];
+    }
+    fg_fed_write_through_keep(e->fed, w, o, ndone, shown, objs);
+    for (size_t k = 0; k < ndone; k++) {
+        size_t i = e->idx[done[k]];
+        e->shown[i] = shown[k];
+        e->objs[i] = objs[k];
+    }
+    free(o);
+}
+
+size_t fg_fed_write_all_through(fg_fed_t *fed, const fg_fed_write_t *w, size_t n, long deadline_ms,
+                                fg_fed_outcome_t *out, bool *shown, json_t **objs) {
+    fg_kube_call_t calls[FG_FED_MAX_CLUSTERS];
+    size_t idx[FG_FED_MAX_CLUSTERS], ncalls = 0, failed = 0;
+    bool judged[FG_FED_MAX_CLUSTERS] = {false};
+    n = n < FG_FED_MAX_CLUSTERS ? n : FG_FED_MAX_CLUSTERS;
+    for (size_t i = 0; i < n; i++) {
+        shown[i] = false;
+        objs[i] = NULL;
+        fg_kube_client_t *c = fed_client(fed, w[i].cluster);
+        if (c == NULL) {
+            memset(&out[i], 0, sizeof out[i]);
+            out[i].outcome = FG_FED_FAILED;
+            snprintf(out[i].detail, sizeof out[i].detail, "no member cluster %s is configured",
+                     w[i].cluster);
+            continue;
+        }
+        calls[ncalls] = (fg_kube_call_t){
+            .client = c, .method = w[i].method, .path = w[i].path, .body = w[i].body};
+        idx[ncalls++] = i;
+    }
+    through_each_t e = {fed, w, out, calls, idx, judged, shown, objs};
+    fg_kube_conns_t *conns = conns_take(fed);
+    fg_kube_request_all_each(conns, calls, ncalls, deadline_ms, through_ended, &e);
+    conns_give(fed, conns);
+    for (size_t j = 0; j < ncalls; j++)
+        if (!judged[j])
+            judge(&w[idx[j]], &calls[j], &out[idx[j]]);
     fg_kube_calls_clear(calls, ncalls);
     for (size_t i = 0; i < n; i++)
         failed += out[i].outcome != FG_FED_APPLIED;
