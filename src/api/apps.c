@@ -403,9 +403,10 @@ static void roll_back(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outco
     fg_fed_outcomes_clear(out, k);
 }
 
-/* What a create reads before it places, in one round trip: the project (*proj, 404 when there
- * is none), the app's Deployments (c, *found: how many clusters hold one) and the tier's running
- * job sets for the quota (*running, as js_tier_usage counts them). false when it replied. */
+/* What a create (or a scale) reads before it places, in one round trip: the project (*proj, 404
+ * when there is none), the app's Deployments (c, *found: how many clusters hold one; not read when
+ * c is NULL) and the tier's running job sets but app's for the quota (*running, as js_tier_usage
+ * counts them). false when it replied. */
 static bool first_reads_or_reply(fg_req_t *req, const char *project, const char *name,
                                  const char *tier, json_t **proj, rd_ctx_t *c, size_t *found,
                                  json_t **running) {
@@ -416,7 +417,7 @@ static bool first_reads_or_reply(fg_req_t *req, const char *project, const char 
     size_t pfound;
     fg_redis_batch_t *b = fg_redis_batch_new();
     bool ok = rd_get_add_or_reply(&pc, req, "project", "namespaces", "_", project, b, &pat) &&
-              rd_get_add_or_reply(c, req, "app", DEPLOYMENTS, project, name, b, &at);
+              (c == NULL || rd_get_add_or_reply(c, req, "app", DEPLOYMENTS, project, name, b, &at));
     size_t jobs = ok ? js_tier_usage_add(api, project, b) : 0;
     if (ok && !rd_batch_or_reply(req, api, b))
         ok = false;
@@ -424,8 +425,10 @@ static bool first_reads_or_reply(fg_req_t *req, const char *project, const char 
         rd_get_read(&pc, b, &pat, pobjs, &pfound);
         *proj = pfound ? rd_present_project(&pc, pobjs) : NULL;
         rd_objs_free(pobjs, pc.nparts);
-        rd_get_read(c, b, &at, objs, found);
-        rd_objs_free(objs, c->nparts);
+        if (c) {
+            rd_get_read(c, b, &at, objs, found);
+            rd_objs_free(objs, c->nparts);
+        }
         *running = json_object();
         js_tier_usage_read(api, fg_req_id(req), tier, name, b, jobs, *running);
         if (*proj == NULL) {
@@ -586,19 +589,22 @@ static size_t app_writes(const app_t *a, fg_kube_method_t m, json_t *const *bodi
 static int apply_and_reply(fg_req_t *req, app_t *a, fg_fed_write_t *w, size_t n,
                            json_t *placement) {
     fg_fed_outcome_t o[FG_FED_MAX_CLUSTERS];
+    json_t *kept[FG_FED_MAX_CLUSTERS];
+    bool shown[FG_FED_MAX_CLUSTERS];
+    fg_api_t *api = fg_req_app(req);
     int rc = FG_OK;
-    if (wr_fanout_or_reply(req, w, n, o)) {
-        json_t *kept[FG_FED_MAX_CLUSTERS];
-        if (wr_wait_applied_keep(req, w, o, n, "app", DEPLOYMENTS, a->project, a->name, false,
-                                 kept))
-            rc = reply_app_kept(req, &a->c, a->objs, w, kept, n, a->project, a->name, 200,
-                                json_incref(placement), fg_fed_outcomes_json(w, o, n));
-        else
-            rc = reply_app(req, a->project, a->name, 200, json_incref(placement),
-                           fg_fed_outcomes_json(w, o, n));
-        for (size_t i = 0; i < n && i < FG_FED_MAX_CLUSTERS; i++)
-            json_decref(kept[i]);
-    }
+    n = n < FG_FED_MAX_CLUSTERS ? n : FG_FED_MAX_CLUSTERS;
+    /* each cluster's answer is written through as it comes, while the others are on their way */
+    if (fg_fed_write_all_through(api->fed, w, n, WR_CLUSTER_DEADLINE_MS, o, shown, kept) > 0)
+        wr_reply_failure(req, w, o, n, NULL);
+    else if (wr_wait_shown(req, w, o, n, "app", DEPLOYMENTS, a->project, a->name, false, shown))
+        rc = reply_app_kept(req, &a->c, a->objs, w, kept, n, a->project, a->name, 200,
+                            json_incref(placement), fg_fed_outcomes_json(w, o, n));
+    else
+        rc = reply_app(req, a->project, a->name, 200, json_incref(placement),
+                       fg_fed_outcomes_json(w, o, n));
+    for (size_t i = 0; i < n; i++)
+        json_decref(kept[i]);
     fg_fed_outcomes_clear(o, n);
     return rc;
 }
@@ -821,7 +827,7 @@ int fg_api_scale_app(fg_req_t *req) {
     fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
     fg_fed_outcome_t live[FG_FED_MAX_CLUSTERS];
     json_t *bodies[FG_FED_MAX_CLUSTERS] = {NULL}, *spec = NULL, *proj = NULL, *explain = NULL,
-           *shards = NULL;
+           *shards = NULL, *running = NULL;
     size_t n = app_writes(&a, FG_KUBE_GET, NULL, w);
     int rc = FG_OK;
     bool only[FG_FED_MAX_CLUSTERS] = {false};
@@ -832,15 +838,16 @@ int fg_api_scale_app(fg_req_t *req) {
     if (spec == NULL)
         spec = current_spec(&a, live, n);
     json_object_set_new(spec, "replicas", json_integer(replicas));
-    proj = project_or_reply(req, a.project);
+    if (!first_reads_or_reply(req, a.project, a.name, as_tier(spec), &proj, NULL, NULL, &running))
+        goto out;
     fg_api_t *api = fg_req_app(req);
     for (size_t i = 0; i < api->cfg->nclusters && i < FG_FED_MAX_CLUSTERS; i++)
         for (size_t j = 0; j < n; j++)
             only[i] = only[i] || strcmp(api->cfg->clusters[i].name, w[j].cluster) == 0;
     fg_fed_placement_t p;
     fg_fed_cluster_t placed_over[FG_FED_MAX_CLUSTERS];
-    if (proj == NULL || !place_or_reply(req, spec, replicas, only, placed_over, &p) ||
-        !quota_or_reply(req, proj, spec, a.name, replicas, !dry_run(req)))
+    if (!place_or_reply(req, spec, replicas, only, placed_over, &p) ||
+        !quota_with_or_reply(req, proj, spec, a.name, replicas, !dry_run(req), running))
         goto out;
     if (dry_run(req)) {
         json_t *app = json_pack("{s:s,s:O}", "name", a.name, "spec", spec);
@@ -873,6 +880,7 @@ out:
         json_decref(bodies[i]);
     json_decref(spec);
     json_decref(proj);
+    json_decref(running);
     json_decref(explain);
     json_decref(shards);
     rd_objs_free(a.objs, a.c.nparts);
