@@ -69,7 +69,9 @@ typedef struct {
     char *ser;    /* compact JSON of json, serialised once */
     size_t ser_len;
     int64_t rv;
-    bool raw; /* stored from text (seeding, churn): json starts NULL */
+    bool raw;   /* stored from text (seeding, churn): json starts NULL */
+    bool owned; /* it may name owners (ownerReferences): only such objects can be a dependent the
+                 * garbage collector looks for, so it skips the others without reading them */
 } ks_obj_t;
 
 void ks_obj_ref(ks_obj_t *o);

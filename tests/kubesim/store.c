@@ -97,6 +97,7 @@ static ks_obj_t *obj_new(int res, const char *key, json_t *json, int64_t rv) {
     o->json = json;
     o->ser = fg_json_dumps(json, &o->ser_len);
     o->rv = rv;
+    o->owned = json_array_size(json_object_get(meta, "ownerReferences")) > 0;
     return o;
 }
 
@@ -315,6 +316,8 @@ int ks_store_update_raw(ks_store_t *s, int res, const char *key, char *ser, size
     memcpy(o->ser + head + (size_t)rvlen, ser + head, len - head);
     o->ser_len = len + (size_t)rvlen;
     o->ser[o->ser_len] = '\0';
+    /* the text names the key somewhere: maybe an owner (never misses one) */
+    o->owned = memmem(o->ser, o->ser_len, "\"ownerReferences\"", 17) != NULL;
     o->refs = 2; /* the tree's and the event's */
     o->res = res;
     o->key = fg_xstrdup(key);

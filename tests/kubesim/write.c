@@ -1010,8 +1010,9 @@ static void collect_dependents(ks_cluster_t *c, const char *ns, const char *uid,
         if (ks_store_list(c->store, (int)res, ns, NULL, 0, &items, &n, &rv) != FG_OK)
             continue;
         for (size_t i = 0; i < n; i++) {
-            if (memmem(items[i]->ser, items[i]->ser_len, uid, strlen(uid)) == NULL)
-                continue; /* cheap pre-filter: no need to parse what cannot name uid */
+            if (!items[i]->owned ||
+                memmem(items[i]->ser, items[i]->ser_len, uid, strlen(uid)) == NULL)
+                continue; /* cheap pre-filters: no need to parse what cannot name uid */
             json_t *item = ks_obj_parse(items[i]);
             json_t *keep = refs_without(item, uid);
             if (keep != NULL && orphan) {
