@@ -10,7 +10,9 @@
  * multi, as fleetgate sends them), each deleted again. The direct creates send the Deployments
  * fleetgate sent (read back from each cluster less what the server set: uid, resourceVersion,
  * creationTimestamp, generation, managedFields, status; kubesim's defaults stay), renamed, so
- * the reference carries the same spec, placement explanation and stamps. Every client keeps its
+ * the reference carries the same spec, placement explanation and stamps. Then, as latency moves
+ * with the machine's load, the CPU (user + system, from /proc) that fleetgate, kubesim and Redis
+ * spend per create-and-delete each way, over a block of ROUNDS of each. Every client keeps its
  * connections (a real client or SDK does), so no side pays TCP or TLS set-up per request. Prints
  * p50/p99 of each and the ratios. Usage: write_bench [ROUNDS] (default 100); FG_BUILD names the
  * build dir. Not part of make test (make bench-writes). */
@@ -25,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static uint16_t port;
 static char *admin;
@@ -75,6 +78,36 @@ static int direct3(tk_sim_t *ks, fg_kube_conns_t *kc, fg_kube_method_t m, const 
         bad += calls[i].http_code != want;
     fg_kube_calls_clear(calls, 3);
     return bad;
+}
+
+/* CPU seconds (user + system) a process has used so far, from /proc; 0 when unknown. */
+static double cpu_s(pid_t pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the name may hold spaces */
+    unsigned long fld[13] = {0};       /* fields 3..15 of proc(5): utime is 14, stime 15 */
+    for (size_t k = 0; p && k < 13; k++) {
+        while (*++p == ' ')
+            ;
+        fld[k] = k == 0 ? 0 : strtoul(p, NULL, 10);
+        p = strchr(p, ' ');
+    }
+    if (p == NULL)
+        return 0;
+    return (double)(fld[11] + fld[12]) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* The CPU of the three processes so far, once what they were doing has settled. */
+static void cpu_now(const pid_t *pids, double *out) {
+    nanosleep(&(struct timespec){1, 0}, NULL); /* the watch events of the last writes */
+    for (int i = 0; i < 3; i++)
+        out[i] = cpu_s(pids[i]);
 }
 
 static int cmp(const void *a, const void *b) {
@@ -191,6 +224,26 @@ int main(int argc, char **argv) {
     printf("ratio (p99) fleetgate / one direct create: %.2f   / 3 direct at once: %.2f\n",
            q_fg / q_direct, q_fg / q_three);
     (void)q_dry;
+    /* CPU per create-and-delete: a block through fleetgate, then a block straight */
+    pid_t pids[3] = {d, ks.pid, redis.pid};
+    double c0[3], c1[3], c2[3];
+    cpu_now(pids, c0);
+    for (int r = 0; r < rounds; r++) {
+        bad += call("POST", "/v1/projects/bench/apps", app) != 201;
+        bad += call("DELETE", "/v1/projects/bench/apps/b", NULL) != 204;
+    }
+    cpu_now(pids, c1);
+    for (int r = 0; r < rounds; r++) {
+        bad += direct3(&ks, kc, FG_KUBE_POST, coll, depj, 201);
+        bad += direct3(&ks, kc, FG_KUBE_DELETE, one, NULL, 200);
+    }
+    cpu_now(pids, c2);
+    printf("CPU per create + delete over 3 clusters (ms): through fleetgate: fleetgate %.2f, "
+           "kubesim %.2f, redis %.2f; straight: fleetgate (its watches) %.2f, kubesim %.2f, "
+           "redis %.2f   errors: %d\n",
+           (c1[0] - c0[0]) * 1e3 / rounds, (c1[1] - c0[1]) * 1e3 / rounds,
+           (c1[2] - c0[2]) * 1e3 / rounds, (c2[0] - c1[0]) * 1e3 / rounds,
+           (c2[1] - c1[1]) * 1e3 / rounds, (c2[2] - c1[2]) * 1e3 / rounds, bad);
     fg_kube_conns_free(kc);
     for (int i = 0; i < 3; i++) {
         json_decref(depj[i]);
