@@ -624,7 +624,6 @@ static char *read_all(FILE *p) {
     size_t n;
     while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
         ck_assert_int_eq(fg_buf_append(&b, chunk, n), FG_OK);
-    fg_buf_append(&b, "", 1);
     return fg_buf_steal(&b, NULL);
 }
 
@@ -840,6 +839,69 @@ START_TEST(changes_reset_after_flushall) {
 }
 END_TEST
 
+/* Reads lines of p into b (appended) until one holds want, or the pipe ends: whether it came. */
+static bool read_until(FILE *p, fg_buf_t *b, const char *want) {
+    char line[65536];
+    while (fgets(line, sizeof line, p) != NULL) {
+        ck_assert_int_eq(fg_buf_append(b, line, strlen(line)), FG_OK);
+        if (strstr(line, want) != NULL)
+            return true;
+    }
+    return false;
+}
+
+START_TEST(changes_connected_client_reset_by_flushall) {
+    /* a client connected while Redis loses its data is told (reset), not silently moved onto
+     * the new stream with the changes between missing; then it goes on with the new changes */
+    /* curl's pid first (the shell's, which curl replaces), to end it once seen */
+    char from[48];
+    stream_last_id("fg:chg:shop", from); /* so no change made from now on can be missed */
+    char *cmd =
+        fg_xasprintf("echo $$; exec curl -s -N -m 60 -H 'Authorization: Bearer %s' "
+                     "-H 'Last-Event-ID: %s' 'http://127.0.0.1:%u/v1/projects/shop/changes'",
+                     dev, from, (unsigned)port);
+    FILE *f = popen(cmd, "r");
+    free(cmd);
+    ck_assert_ptr_nonnull(f);
+    char pid_line[32];
+    int64_t curl_pid = 0;
+    ck_assert_ptr_nonnull(fgets(pid_line, sizeof pid_line, f));
+    ck_assert_int_eq(fg_parse_int64(pid_line, strcspn(pid_line, "\n"), 1, INT32_MAX, &curl_pid),
+                     FG_OK);
+    fg_buf_t b;
+    fg_buf_init(&b, 64u << 20);
+    ck_assert(read_until(f, &b, "retry: 3000"));
+    /* the stream is live: a change made now reaches the client (bounded by curl's -m) */
+    make_pod(0, "shop", "before", "", "10m");
+    ck_assert_msg(read_until(f, &b, "\"name\":\"before\""), "before never streamed");
+    freeReplyObject(redisCommand(rc, "FLUSHALL"));
+    wait_readable("/v1/projects/shop/pods/before", 20000);
+    /* c1's pods relisted (a pod made while they list is in the LIST, and the cache never held
+     * it: not a change streamed) */
+    for (int waited = 0;; waited += 100) {
+        redisReply *st = redisCommand(rc, "HGET fg:sync:c1:pods state");
+        bool synced = st->type == REDIS_REPLY_STRING && strcmp(st->str, "Synced") == 0;
+        freeReplyObject(st);
+        if (synced)
+            break;
+        ck_assert_msg(waited < 20000, "c1's pods were not listed again after the FLUSHALL");
+        sleep_ms(100);
+    }
+    make_pod(1, "shop", "after", "", "10m");
+    size_t mark = b.len;
+    ck_assert_msg(read_until(f, &b, "\"name\":\"after\""), "after never streamed");
+    const char *tail = b.data + mark;
+    const char *reset = strstr(tail, "event: reset\n");
+    const char *after = strstr(tail, "\"name\":\"after\"");
+    ck_assert_msg(reset != NULL && reset < after, "no reset before the new changes: %.3000s", tail);
+    ck_assert_ptr_nonnull(strstr(reset, "lost its data"));
+    ck_assert_msg(strstr(reset + 1, "event: reset") == NULL, "two resets: %.3000s", tail);
+    kill((pid_t)curl_pid, SIGTERM);
+    pclose(f);
+    fg_buf_free(&b);
+}
+END_TEST
+
 START_TEST(changes_refusals) {
     th_resp_t r;
     ck_assert_int_eq(get("/v1/projects/shop/changes", other, &r), 403);
@@ -1052,6 +1114,7 @@ static Suite *insights_suite(void) {
     tcase_add_test(ch, changes_exactly_once_in_order_across_replicas_and_reconnects);
     tcase_add_test(ch, changes_reset_keepalives_and_contract);
     tcase_add_test(ch, changes_reset_after_flushall);
+    tcase_add_test(ch, changes_connected_client_reset_by_flushall);
     tcase_add_test(ch, changes_refusals);
     tcase_add_test(ch, changes_drain_ends_streams_cleanly);
     tcase_add_test(ch, cors_preflight_and_exposed_headers);
