@@ -10,8 +10,8 @@
 -- KEYS[3] fg:rv:{cluster}:{resource} (the watch's resume point; read in 'through' mode only)
 -- KEYS[4] fg:chgv:{kind}:{cluster}:{scope}:{name} (the version last streamed for the object)
 -- ARGV: name, object JSON ('' for a delete), API kind (App, Pod...), cluster, version, time
---       (RFC 3339), max entries of the stream, cache kind (pod, app...), mode ('watch' or
---       'through')
+--       (RFC 3339), max entries of the stream, cache kind (pod, app...), mode ('watch', 'list'
+--       or 'through')
 -- Once and in order: nothing when the cache holds this version or a newer one (a replayed
 -- watch; the watch bringing a version a write-through streamed; an older watch event after a
 -- write-through stored a newer one), nor when KEYS[4] says this version or a newer one was
@@ -19,6 +19,10 @@
 -- either has stored it (their round trips interleave); it lives an hour, far beyond that
 -- moment, after which the cached version alone guards. The through mode also streams nothing
 -- once the watch reached the version (fg:rv at or past it), as cache_upsert.lua stores nothing.
+-- A LIST item ('list': a relist after a 410, a restart, a lease handover) is streamed only when
+-- the cache holds an older version of the object: a change made while no watch ran. An object
+-- the cache lacks is not streamed, so a relist after a FLUSHALL streams nothing; the objects a
+-- relist no longer finds come as deletes (cache_gone.lua, then mode 'watch').
 -- Returns the new entry's id, or false when nothing was added.
 local name, obj, kind, cluster, version, time, maxlen, ckind, mode =
   ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9] or 'watch'
@@ -47,6 +51,8 @@ local o = decode(old)
 local n = decode(obj)
 if obj == '' then
   if not old then return false end
+elseif mode == 'list' and not o then
+  return false
 elseif o and o.version == version then
   return false
 end

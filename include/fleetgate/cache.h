@@ -364,6 +364,10 @@ int fg_cache_changes_range(fg_cache_changes_t *c, const char *project, const cha
  * FLUSHALL removes it). FG_OK or FG_EIO. */
 int fg_cache_changes_state(fg_cache_changes_t *c, const char *project, char *last_id,
                            char *max_deleted, char *first_id, bool *exists);
+/* The id of Redis's current data set (FG_CACHE_KEY_EPOCH, set by the informers) into out (len
+ * bytes), "" while it is not set (just after a FLUSHALL). A change means the streams were lost
+ * with everything else. FG_OK or FG_EIO. */
+int fg_cache_changes_epoch(fg_cache_changes_t *c, char *out, size_t len);
 
 /* ---- batches: commands sent in one round trip (src/cache/batch.c) -------------
  *

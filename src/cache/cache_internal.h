@@ -110,6 +110,10 @@ bool insight_event_cmd(insight_event_cmd_t *cmd, const char *sha1, const fg_insi
  * and streams each version of an object once, in order, whichever writer comes first). */
 #define INSIGHT_CHANGE_ARGC 16
 
+/* Where one object comes from, for insight_change_cmd and insight_history_cmd: a watch event, a
+ * LIST item (a relist) or a write-through. */
+typedef enum { HIST_WATCH, HIST_LIST, HIST_THROUGH } insight_history_from_t;
+
 typedef struct {
     fg_cache_key_t objects, stream, rv, mark;
     char time[40], maxlen[24];
@@ -120,12 +124,13 @@ typedef struct {
 /* Fills cmd with the EVALSHA (sha1: insight_change.lua's) of one object of cache kind kind
  * ("app"...) whose watch is of resource in cluster: name and scope as the cache keys it, text
  * the translated object's compact JSON ("" for a delete; borrowed), version its
- * resourceVersion; through: it comes from a write-through (else a watch event). False when the
- * kind has no change stream or no project. */
+ * resourceVersion; from: where it comes from (a LIST item is streamed only when the cache holds
+ * an older version of it: a change the watch missed). False when the kind has no change stream
+ * or no project. */
 bool insight_change_cmd(insight_change_cmd_t *cmd, const char *sha1, const fg_insights_conf_t *conf,
                         const char *kind, const char *resource, const char *cluster,
                         const char *name, const char *scope, const char *text, size_t len,
-                        const char *version, bool through);
+                        const char *version, insight_history_from_t from);
 
 /* The workload history: each watch event and each LIST item of a pod, app, job set, cron job or
  * scaler, and each write-through of one, is compared with the cached object by
@@ -139,9 +144,6 @@ typedef struct {
     const char *argv[INSIGHT_HISTORY_ARGC];
     size_t lens[INSIGHT_HISTORY_ARGC];
 } insight_history_cmd_t;
-
-/* Where one object comes from, for insight_history_cmd. */
-typedef enum { HIST_WATCH, HIST_LIST, HIST_THROUGH } insight_history_from_t;
 
 /* Fills cmd with the EVALSHA (sha1: insight_history.lua's) of one object of cache kind kind
  * ("app"...) whose watch is of resource in cluster: name and scope as the cache keys it, text

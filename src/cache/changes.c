@@ -210,3 +210,19 @@ int fg_cache_changes_state(fg_cache_changes_t *c, const char *project, char *las
     freeReplyObject(r);
     return FG_OK;
 }
+
+int fg_cache_changes_epoch(fg_cache_changes_t *c, char *out, size_t len) {
+    const char *argv[] = {"GET", FG_CACHE_KEY_EPOCH};
+    redisReply *r = command(c, 2, argv);
+    if (r == NULL)
+        return FG_EIO;
+    int rc = FG_OK;
+    if (r->type == REDIS_REPLY_STRING)
+        snprintf(out, len, "%s", r->str);
+    else if (r->type == REDIS_REPLY_NIL)
+        snprintf(out, len, "%s", "");
+    else
+        rc = FG_EIO;
+    freeReplyObject(r);
+    return rc;
+}

@@ -46,8 +46,20 @@ FG_EMBED_FILE(fg_cache_lease_lua, "cache/cache_lease.lua");
 FG_EMBED_FILE(fg_insight_event_lua, "cache/insight_event.lua");
 FG_EMBED_FILE(fg_insight_change_lua, "cache/insight_change.lua");
 FG_EMBED_FILE(fg_insight_history_lua, "cache/insight_history.lua");
+FG_EMBED_FILE(fg_cache_gone_lua, "cache/cache_gone.lua");
 
-enum { S_UPSERT, S_DELETE, S_SWAP, S_TMPDROP, S_LEASE, S_EVENT, S_CHANGE, S_HISTORY, S_COUNT };
+enum {
+    S_UPSERT,
+    S_DELETE,
+    S_SWAP,
+    S_TMPDROP,
+    S_LEASE,
+    S_EVENT,
+    S_CHANGE,
+    S_HISTORY,
+    S_GONE,
+    S_COUNT
+};
 
 #define MAX_LISTS        2 /* LISTs in flight per cluster */
 #define MAX_WORKERS      4 /* LIST page workers (parse + translate), shared by the clusters */
@@ -552,11 +564,18 @@ static void page_work(job_t *j) {
         size_t len = 0;
         char *text = fg_json_dumps(t, &len);
         const fg_informers_t *o = j->in->cl->owner;
+        const char *version = json_string_value(json_object_get(t, "version"));
+        /* a change the watch missed (the cache holds an older version) is streamed */
+        insight_change_cmd_t chg;
+        if (insight_change_cmd(&chg, o->scripts[S_CHANGE].sha1, &o->insights, j->in->ki->name,
+                               j->in->ki->resource, j->in->cl->conf->name, name, scope, text, len,
+                               version, HIST_LIST))
+            emit(j, INSIGHT_CHANGE_ARGC, chg.argv, chg.lens);
         /* history: this item against the object the cache holds (none: nothing, never Created) */
         insight_history_cmd_t hc;
         if (insight_history_cmd(&hc, o->scripts[S_HISTORY].sha1, &o->insights, j->in->ki->name,
                                 j->in->ki->resource, j->in->cl->conf->name, name, scope, text, len,
-                                json_string_value(json_object_get(t, "version")), HIST_LIST))
+                                version, HIST_LIST))
             emit(j, INSIGHT_HISTORY_ARGC, hc.argv, hc.lens);
         write_tmp(j, &last, name, scope, app, text, len);
         insight_event_cmd_t ev;
@@ -684,8 +703,41 @@ static json_t *list_metadata(const char *s, size_t n) {
     return NULL;
 }
 
+/* The objects the cache holds that the LIST no longer has (deleted while no watch ran): a delete
+ * of the change stream and a "Deleted" of the history each, pipelined before the swap drops them.
+ * Their version is the LIST's (the deletion's own is not known; the ids stay unique). */
+static void list_gone(inf_t *in) {
+    cluster_t *c = in->cl;
+    const fg_informers_t *o = c->owner;
+    const char *a[] = {"EVALSHA",    o->scripts[S_GONE].sha1, "0",
+                       in->ki->name, c->conf->name,           in->tmp.s};
+    redisReply *r = writer_command(&c->w, 6, a);
+    if (r == NULL)
+        return;
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
+        const char *scope = r->element[i]->str, *name = r->element[i + 1]->str;
+        if (scope == NULL || name == NULL)
+            continue;
+        insight_change_cmd_t chg;
+        if (insight_change_cmd(&chg, o->scripts[S_CHANGE].sha1, &o->insights, in->ki->name,
+                               in->ki->resource, c->conf->name, name, scope, "", 0, in->list_rv,
+                               HIST_WATCH))
+            writer_append(&c->w, INSIGHT_CHANGE_ARGC, chg.argv, chg.lens);
+        insight_history_cmd_t hc;
+        if (insight_history_cmd(&hc, o->scripts[S_HISTORY].sha1, &o->insights, in->ki->name,
+                                in->ki->resource, c->conf->name, name, scope, "", 0, in->list_rv,
+                                HIST_LIST))
+            writer_append(&c->w, INSIGHT_HISTORY_ARGC, hc.argv, hc.lens);
+    }
+    if (r->type == REDIS_REPLY_ERROR)
+        FG_LOG(FG_LOG_ERROR, NULL, "cache: cluster %s: %s: relist deletions not found: %s",
+               c->conf->name, in->ki->resource, r->str);
+    freeReplyObject(r);
+}
+
 static void finish_list(inf_t *in) {
     cluster_t *c = in->cl;
+    list_gone(in);
     char ms[24], count[24];
     snprintf(ms, sizeof ms, "%lld", (long long)fg_wall_ms());
     snprintf(count, sizeof count, "%lld", (long long)in->listed);
@@ -893,7 +945,7 @@ static void apply_event(inf_t *in, const fg_kube_event_t *ev) {
         version = json_string_value(json_object_get(t, "version"));
     if (insight_change_cmd(&chg, c->owner->scripts[S_CHANGE].sha1, &c->owner->insights,
                            in->ki->name, in->ki->resource, c->conf->name, name, scope, text, len,
-                           version, false))
+                           version, HIST_WATCH))
         writer_append(&c->w, INSIGHT_CHANGE_ARGC, chg.argv, chg.lens);
     insight_history_cmd_t hc;
     if (insight_history_cmd(&hc, c->owner->scripts[S_HISTORY].sha1, &c->owner->insights,
@@ -1225,6 +1277,7 @@ int fg_informers_start(fg_informers_t **out, const fg_config_t *cfg, fg_buf_t *e
     fg_redis_script_init(&o->scripts[S_EVENT], fg_insight_event_lua);
     fg_redis_script_init(&o->scripts[S_CHANGE], fg_insight_change_lua);
     fg_redis_script_init(&o->scripts[S_HISTORY], fg_insight_history_lua);
+    fg_redis_script_init(&o->scripts[S_GONE], fg_cache_gone_lua);
     o->insights = cfg->insights;
     register_metrics();
     /* Parsing a LIST page makes glibc consolidate its fastbins on every allocation of 1 KiB or

@@ -42,6 +42,13 @@ bool insight_event_cmd(insight_event_cmd_t *cmd, const char *sha1, const fg_insi
     return true;
 }
 
+/* The scripts' mode argument for where an object comes from. */
+static const char *from_mode(insight_history_from_t from) {
+    static const char *const modes[] = {
+        [HIST_WATCH] = "watch", [HIST_LIST] = "list", [HIST_THROUGH] = "through"};
+    return modes[from];
+}
+
 /* The API's name (ObjectKind) of the cache kinds that have a change stream. */
 static const struct {
     const char *cache, *api;
@@ -51,7 +58,7 @@ static const struct {
 bool insight_change_cmd(insight_change_cmd_t *cmd, const char *sha1, const fg_insights_conf_t *conf,
                         const char *kind, const char *resource, const char *cluster,
                         const char *name, const char *scope, const char *text, size_t len,
-                        const char *version, bool through) {
+                        const char *version, insight_history_from_t from) {
     const char *api = NULL;
     for (size_t i = 0; i < sizeof change_kinds / sizeof change_kinds[0]; i++)
         if (strcmp(change_kinds[i].cache, kind) == 0)
@@ -65,11 +72,10 @@ bool insight_change_cmd(insight_change_cmd_t *cmd, const char *sha1, const fg_in
     fg_cache_key_change_mark(&cmd->mark, kind, cluster, scope, name);
     fg_format_time_ms(fg_wall_ms(), cmd->time, sizeof cmd->time);
     snprintf(cmd->maxlen, sizeof cmd->maxlen, "%lld", (long long)conf->changes_max_per_project);
-    const char *a[INSIGHT_CHANGE_ARGC] = {
-        "EVALSHA",     sha1,        "4",         cmd->objects.s,
-        cmd->stream.s, cmd->rv.s,   cmd->mark.s, name,
-        text,          api,         cluster,     version,
-        cmd->time,     cmd->maxlen, kind,        through ? "through" : "watch"};
+    const char *a[INSIGHT_CHANGE_ARGC] = {"EVALSHA",     sha1,        "4",         cmd->objects.s,
+                                          cmd->stream.s, cmd->rv.s,   cmd->mark.s, name,
+                                          text,          api,         cluster,     version,
+                                          cmd->time,     cmd->maxlen, kind,        from_mode(from)};
     memcpy(cmd->argv, a, sizeof a);
     for (int i = 0; i < INSIGHT_CHANGE_ARGC; i++)
         cmd->lens[i] = strlen(a[i]);

@@ -49,7 +49,8 @@ void fg_cache_through_configure(const fg_insights_conf_t *conf) {
 static size_t add_change(fg_redis_batch_t *b, const fg_cache_through_t *it) {
     insight_change_cmd_t cc;
     if (!insight_change_cmd(&cc, change.sha1, &insights, it->kind, it->resource, it->cluster,
-                            it->name, it->scope, it->object, strlen(it->object), it->rv, true))
+                            it->name, it->scope, it->object, strlen(it->object), it->rv,
+                            HIST_THROUGH))
         return SIZE_MAX;
     return fg_redis_batch_add(b, INSIGHT_CHANGE_ARGC, cc.argv, cc.lens);
 }

@@ -36,6 +36,7 @@
 #define MAX_FEEDS     1024
 #define RETRY_LINE    "retry: 3000\n\n"
 #define KEEPALIVE     ": keep-alive\n\n"
+#define EPOCH_MS      1000 /* how often Redis's data set is looked at (a FLUSHALL) */
 
 static const char *const kind_names[FG_STREAM_CHANGE_KINDS] = {"Project", "App",     "Pod",
                                                                "JobSet",  "CronJob", "Scaler"};
@@ -137,6 +138,9 @@ typedef struct sse_hub {
     feed_t *feeds;
     struct sse *subs;
     uint64_t next_uid;
+    /* hub thread only: Redis's data set as last seen ("" before), and when to look again */
+    char epoch[40];
+    uint64_t next_epoch_ns;
 } sse_hub_t;
 
 static void frame_free(frame_t *f) {
@@ -406,6 +410,8 @@ static void serve_subs(sse_hub_t *h) {
     }
 }
 
+static bool check_epoch(sse_hub_t *h, bool due);
+
 /* New entries of every ready feed into their rings. False when there was nothing to read. */
 static bool read_feeds(sse_hub_t *h) {
     char(*projects)[64] = fg_xcalloc(MAX_FEEDS, sizeof *projects);
@@ -428,7 +434,11 @@ static bool read_feeds(sse_hub_t *h) {
         b[i].hub = h;
     int rc = n ? fg_cache_changes_read(h->reader, p, a, n, READ_BLOCK_MS, READ_COUNT, on_entry, b)
                : FG_ENOENT;
-    bool woke = false;
+    bool woke = false, any = false;
+    for (size_t i = 0; i < n; i++)
+        any = any || b[i].any;
+    if (rc == FG_OK && any && check_epoch(h, false))
+        rc = FG_EIO; /* entries of a new data set: read again from 0-0, after the reset */
     if (rc == FG_OK) {
         pthread_mutex_lock(&h->mu);
         for (size_t i = 0; i < n; i++) {
@@ -494,10 +504,50 @@ static void drop_idle_feeds(sse_hub_t *h) {
     pthread_mutex_unlock(&h->mu);
 }
 
+/* Redis lost its data (a FLUSHALL: fg:epoch changed or is gone): every stream began again, so
+ * the ids of the feeds mean nothing there and what came between is lost. Each client, connected
+ * or catching up, gets `reset` with the id 0-0, as a client resuming from before the FLUSHALL
+ * does, and its feed starts again from the new stream's beginning: every change since the
+ * FLUSHALL follows the reset (a relist streams nothing of what it finds). Looked at once a
+ * second (due), and after each read that brought entries, so none of a new data set is sent
+ * before the reset. True when it was lost. */
+static bool check_epoch(sse_hub_t *h, bool due) {
+    uint64_t now = fg_now_ns();
+    if (due && now < h->next_epoch_ns)
+        return false;
+    h->next_epoch_ns = now + EPOCH_MS * 1000000ull;
+    char epoch[40];
+    if (fg_cache_changes_epoch(h->reader, epoch, sizeof epoch) != FG_OK)
+        return false;
+    bool lost = h->epoch[0] != '\0' && strcmp(h->epoch, epoch) != 0;
+    snprintf(h->epoch, sizeof h->epoch, "%s", epoch);
+    if (!lost)
+        return false;
+    FG_LOG(FG_LOG_WARN, NULL, "changes: redis lost its data (epoch changed): streams reset");
+    pthread_mutex_lock(&h->mu);
+    for (feed_t *f = h->feeds; f != NULL; f = f->next) {
+        for (uint64_t q = f->first_seq; q < f->next_seq; q++)
+            frame_free(f->ring[q % RING_CAP]);
+        f->first_seq = f->next_seq;
+        f->base = f->head = (sid_t){0, 0};
+        f->ready = true;
+    }
+    for (struct sse *x = h->subs; x != NULL; x = x->next) {
+        frames_free(x->qhead); /* nothing of the old data set is sent any more */
+        x->qhead = x->qtail = NULL;
+        x->qlen = 0;
+        reset_sub(x, "the change stream's store lost its data (Redis was flushed); list again");
+    }
+    pthread_mutex_unlock(&h->mu);
+    post_wake(h);
+    return true;
+}
+
 static void *hub_main(void *arg) {
     sse_hub_t *h = arg;
     while (!atomic_load(&h->stop)) {
         drop_idle_feeds(h);
+        check_epoch(h, true);
         ready_feeds(h);
         serve_subs(h);
         if (!read_feeds(h)) {

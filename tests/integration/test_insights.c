@@ -9,6 +9,7 @@
 #include "testkubesim.h"
 #include "testmain.h"
 #include "testredis.h"
+#include "teststack.h"
 
 #include <check.h>
 #include <hiredis/hiredis.h>
@@ -35,22 +36,6 @@ static redisContext *rc;
 static char daemon_cfg[8192]; /* for a second replica */
 static pid_t daemon_b;
 static uint16_t port_b;
-
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static char *token(const char *sub, const char *more) {
-    char cl[512];
-    snprintf(cl, sizeof cl,
-             "{\"iss\": \"https://id.test\", \"aud\": \"fleetgate\", \"sub\": \"%s\", "
-             "\"exp\": %ld, %s}",
-             sub, (long)time(NULL) + 3600, more);
-    char *t = tj_sign("RS256", keys.rsa_priv, "rsa1", cl);
-    ck_assert_ptr_nonnull(t);
-    return t;
-}
 
 /* One GET; the answer must be one the contract declares. Returns the status. */
 static long get(const char *path, const char *tok, th_resp_t *r) {
@@ -81,21 +66,6 @@ static json_t *get_json(const char *path) {
     return j;
 }
 
-static void wait_ready(void) {
-    for (int i = 0; i < 400; i++) {
-        th_resp_t r;
-        char url[128];
-        snprintf(url, sizeof url, "http://127.0.0.1:%u/readyz", (unsigned)port);
-        ck_assert_int_eq(th_request("GET", url, NULL, NULL, -1, 0, &r), 0);
-        long s = r.status;
-        th_resp_free(&r);
-        if (s == 200)
-            return;
-        sleep_ms(50);
-    }
-    ck_abort_msg("the daemon did not become ready");
-}
-
 static void ks_post(int i, const char *path, const char *body) {
     long s = tk_call(&ks, i, "POST", path, body, NULL);
     ck_assert_msg(s == 201, "POST %s on cluster %d -> %ld", path, i, s);
@@ -108,18 +78,13 @@ static void setup(void) {
     static const char *const extra[] = {"--nodes",    "2", "--pod-start-ms", "0", "--event-ttl-ms",
                                         EVENT_TTL_MS, NULL};
     ck_assert_int_eq(tk_start(&ks, 3, extra), 0);
-    char *cfg = daemon_cfg, cl[3][512];
-    static const char *const zones[] = {"zone-a", "zone-a", "zone-b"};
-    for (int i = 0; i < 3; i++)
-        snprintf(cl[i], sizeof cl[i],
-                 "{\"name\": \"c%d\", \"zone\": \"%s\", \"region\": \"r1\", \"url\": \"%s\","
-                 " \"token_file\": \"%s\", \"ca_file\": \"%s\"}",
-                 i, zones[i], tk_url(&ks, i), ks.token_file, ks.ca_file);
+    char *cfg = daemon_cfg, cl[2048];
+    ts_clusters_json(&ks, false, cl, sizeof cl);
     snprintf(cfg, sizeof daemon_cfg,
              "{\"workers\": 4, \"redis\": {\"url\": \"%s\"},"
              " \"log\": {\"level\": \"error\", \"access_log\": false},"
              " \"openapi_file\": \"api/openapi.yaml\", \"docs_file\": \"/nonexistent\","
-             " \"clusters\": [%s, %s, %s],"
+             " \"clusters\": [%s],"
              " \"auth\": {\"issuer\": \"https://id.test\", \"audience\": \"fleetgate\","
              "  \"keys\": [{\"kid\": \"rsa1\", \"pem_file\": \"%s\", \"algs\": [\"RS256\"]}],"
              "  \"audit_log\": \"%s/audit.log\"},"
@@ -127,14 +92,14 @@ static void setup(void) {
              " \"insights\": {\"events_max_per_project\": 40, \"changes_keepalive_s\": 1},"
              " \"cors\": {\"allowed_origins\": [\"http://localhost:5173\"]},"
              " \"streams\": {\"stall_timeout_s\": 2}}",
-             redis.url, cl[0], cl[1], cl[2], keys.rsa_pub, keys.dir);
+             redis.url, cl, keys.rsa_pub, keys.dir);
     char log[160];
     snprintf(log, sizeof log, "%s/daemon.log", keys.dir);
     daemon_pid = th_daemon_start(cfg, &port, log);
     ck_assert_int_gt(daemon_pid, 0);
-    dev = token("dev", "\"projects\": {\"shop\": \"developer\", \"churn\": \"viewer\"}");
-    viewer = token("vera", "\"projects\": {\"shop\": \"viewer\"}");
-    other = token("otto", "\"projects\": {\"other\": \"developer\"}");
+    dev = ts_token(&keys, "dev", "\"projects\": {\"shop\": \"developer\", \"churn\": \"viewer\"}");
+    viewer = ts_token(&keys, "vera", "\"projects\": {\"shop\": \"viewer\"}");
+    other = ts_token(&keys, "otto", "\"projects\": {\"other\": \"developer\"}");
     rc = redisConnect("127.0.0.1", redis.port);
     ck_assert_ptr_nonnull(rc);
     ck_assert_int_eq(rc->err, 0);
@@ -144,20 +109,15 @@ static void setup(void) {
         ks_post(i, "/api/v1/namespaces",
                 "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"churn\"}}");
     }
-    wait_ready();
+    ts_wait_ready(port, 400);
 }
 
 static void teardown(void) {
     int status = daemon_pid > 0 ? th_daemon_stop(daemon_pid, SIGTERM, 5000) : 0;
     int status_b = daemon_b > 0 ? th_daemon_stop(daemon_b, SIGTERM, 5000) : 0;
     daemon_b = 0;
-    char path[192], text[8192] = "";
-    snprintf(path, sizeof path, "%s/daemon.log", keys.dir);
-    FILE *f = status != 0 ? fopen(path, "r") : NULL;
-    if (f) {
-        text[fread(text, 1, sizeof text - 1, f)] = '\0';
-        fclose(f);
-    }
+    char text[8192];
+    ts_log_if_failed(status, keys.dir, text, sizeof text);
     redisFree(rc);
     tk_stop(&ks);
     tr_redis_stop(&redis);
@@ -229,7 +189,7 @@ static void wait_event(const char *path, const char *reason, const char *name, i
         if (found)
             return;
         ck_assert_msg(waited < max_ms, "no %s event about %s after %d ms", reason, name, max_ms);
-        sleep_ms(100);
+        ts_sleep_ms(100);
     }
 }
 
@@ -266,9 +226,9 @@ START_TEST(events_outlive_the_cluster_ttl_and_fold) {
     /* the cluster forgets "once"'s events after the TTL; the timeline does not */
     for (int waited = 0; ks_events_about(0, "once") > 0; waited += 200) {
         ck_assert_msg(waited < 15000, "kubesim kept its events past the TTL");
-        sleep_ms(200);
+        ts_sleep_ms(200);
     }
-    sleep_ms(500); /* the DELETED events reach the cache */
+    ts_sleep_ms(500); /* the DELETED events reach the cache */
     json_t *b = get_json("/v1/projects/shop/events?limit=1000");
     json_t *items = json_object_get(b, "items");
     ck_assert_uint_eq(count_where(items, "Scheduled", "once"), 1);
@@ -377,7 +337,7 @@ START_TEST(events_paging_while_new_events_arrive) {
         make_pod(i % 3, "shop", name, "", "10m");
     }
     wait_event("/v1/projects/shop/events?limit=1000", "Started", "p5", 10000);
-    sleep_ms(1500); /* every event of the six reached the timeline */
+    ts_sleep_ms(1500); /* every event of the six reached the timeline */
     json_t *before = get_json("/v1/projects/shop/events?limit=1000");
     /* a crash-looping pod adds events (new entries on top, and its BackOff refolding) while
      * the pages are walked */
@@ -403,7 +363,7 @@ START_TEST(events_paging_while_new_events_arrive) {
         }
         snprintf(path, sizeof path, "/v1/projects/shop/events?limit=2&cursor=%s", cur);
         json_decref(b);
-        sleep_ms(40);
+        ts_sleep_ms(40);
     }
     ck_assert_uint_gt(pages, 3);
     /* every entry of before that nothing folded into meanwhile was shown (none skipped) */
@@ -436,7 +396,7 @@ START_TEST(events_retention_by_count_per_project) {
         make_pod(i % 3, "churn", name, "", "10m");
     }
     wait_event("/v1/projects/shop/events?limit=1000", "Started", "kept", 10000);
-    sleep_ms(2500);
+    ts_sleep_ms(2500);
     redisReply *r = redisCommand(rc, "ZCARD fg:evx:churn");
     ck_assert_int_eq(r->type, REDIS_REPLY_INTEGER);
     ck_assert_int_le(r->integer, 40);
@@ -594,7 +554,7 @@ static void start_replica_b(void) {
         th_resp_free(&r);
         if (st == 200)
             return;
-        sleep_ms(50);
+        ts_sleep_ms(50);
     }
     ck_abort_msg("the second replica did not become ready");
 }
@@ -624,7 +584,6 @@ static char *read_all(FILE *p) {
     size_t n;
     while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
         ck_assert_int_eq(fg_buf_append(&b, chunk, n), FG_OK);
-    fg_buf_append(&b, "", 1);
     return fg_buf_steal(&b, NULL);
 }
 
@@ -638,9 +597,9 @@ START_TEST(changes_exactly_once_in_order_across_replicas_and_reconnects) {
         if (st == 200)
             break;
         ck_assert_msg(waited < 10000, "the app never reached the cache");
-        sleep_ms(100);
+        ts_sleep_ms(100);
     }
-    sleep_ms(500);
+    ts_sleep_ms(500);
     char start[48];
     stream_last_id("fg:chg:shop", start);
     char *cmd =
@@ -651,7 +610,7 @@ START_TEST(changes_exactly_once_in_order_across_replicas_and_reconnects) {
     FILE *client = popen(cmd, "r");
     free(cmd);
     ck_assert_ptr_nonnull(client);
-    sleep_ms(300);
+    ts_sleep_ms(300);
     for (int i = 1; i <= 1000; i++) {
         char body[128];
         snprintf(body, sizeof body, "{\"metadata\":{\"labels\":{\"seq\":\"%d\"}}}", i);
@@ -736,12 +695,12 @@ START_TEST(changes_reset_keepalives_and_contract) {
     /* the history before now is trimmed away: an old id cannot resume */
     char last[48];
     make_pod(0, "shop", "before", "", "10m");
-    sleep_ms(500);
+    ts_sleep_ms(500);
     stream_last_id("fg:chg:shop", last);
     ck_assert_str_ne(last, "0-0");
     freeReplyObject(redisCommand(rc, "XTRIM fg:chg:shop MAXLEN 0"));
     FILE *f = curl_stream(port, dev, "1-0", 4);
-    sleep_ms(1000);
+    ts_sleep_ms(1000);
     make_pod(1, "shop", "after", "", "10m");
     char *body = read_all(f);
     pclose(f);
@@ -780,7 +739,7 @@ static void wait_readable(const char *path, int max_ms) {
         if (st == 200)
             return;
         ck_assert_msg(waited < max_ms, "%s never readable", path);
-        sleep_ms(100);
+        ts_sleep_ms(100);
     }
 }
 
@@ -790,7 +749,7 @@ START_TEST(changes_reset_after_flushall) {
     char old[48];
     make_pod(0, "shop", "before", "", "10m");
     wait_readable("/v1/projects/shop/pods/before", 10000);
-    sleep_ms(300);
+    ts_sleep_ms(300);
     stream_last_id("fg:chg:shop", old);
     ck_assert_str_ne(old, "0-0");
     freeReplyObject(redisCommand(rc, "FLUSHALL"));
@@ -808,7 +767,7 @@ START_TEST(changes_reset_after_flushall) {
     char now[48] = "0-0";
     for (int waited = 0; strcmp(now, "0-0") == 0; waited += 100) {
         ck_assert_msg(waited < 10000, "the new pod was never streamed");
-        sleep_ms(100);
+        ts_sleep_ms(100);
         stream_last_id("fg:chg:shop", now);
     }
     /* the old id is older than the new stream's first entry: reset, then the new changes */
@@ -840,6 +799,69 @@ START_TEST(changes_reset_after_flushall) {
 }
 END_TEST
 
+/* Reads lines of p into b (appended) until one holds want, or the pipe ends: whether it came. */
+static bool read_until(FILE *p, fg_buf_t *b, const char *want) {
+    char line[65536];
+    while (fgets(line, sizeof line, p) != NULL) {
+        ck_assert_int_eq(fg_buf_append(b, line, strlen(line)), FG_OK);
+        if (strstr(line, want) != NULL)
+            return true;
+    }
+    return false;
+}
+
+START_TEST(changes_connected_client_reset_by_flushall) {
+    /* a client connected while Redis loses its data is told (reset), not silently moved onto
+     * the new stream with the changes between missing; then it goes on with the new changes */
+    /* curl's pid first (the shell's, which curl replaces), to end it once seen */
+    char from[48];
+    stream_last_id("fg:chg:shop", from); /* so no change made from now on can be missed */
+    char *cmd =
+        fg_xasprintf("echo $$; exec curl -s -N -m 60 -H 'Authorization: Bearer %s' "
+                     "-H 'Last-Event-ID: %s' 'http://127.0.0.1:%u/v1/projects/shop/changes'",
+                     dev, from, (unsigned)port);
+    FILE *f = popen(cmd, "r");
+    free(cmd);
+    ck_assert_ptr_nonnull(f);
+    char pid_line[32];
+    int64_t curl_pid = 0;
+    ck_assert_ptr_nonnull(fgets(pid_line, sizeof pid_line, f));
+    ck_assert_int_eq(fg_parse_int64(pid_line, strcspn(pid_line, "\n"), 1, INT32_MAX, &curl_pid),
+                     FG_OK);
+    fg_buf_t b;
+    fg_buf_init(&b, 64u << 20);
+    ck_assert(read_until(f, &b, "retry: 3000"));
+    /* the stream is live: a change made now reaches the client (bounded by curl's -m) */
+    make_pod(0, "shop", "before", "", "10m");
+    ck_assert_msg(read_until(f, &b, "\"name\":\"before\""), "before never streamed");
+    freeReplyObject(redisCommand(rc, "FLUSHALL"));
+    wait_readable("/v1/projects/shop/pods/before", 20000);
+    /* c1's pods relisted (a pod made while they list is in the LIST, and the cache never held
+     * it: not a change streamed) */
+    for (int waited = 0;; waited += 100) {
+        redisReply *st = redisCommand(rc, "HGET fg:sync:c1:pods state");
+        bool synced = st->type == REDIS_REPLY_STRING && strcmp(st->str, "Synced") == 0;
+        freeReplyObject(st);
+        if (synced)
+            break;
+        ck_assert_msg(waited < 20000, "c1's pods were not listed again after the FLUSHALL");
+        ts_sleep_ms(100);
+    }
+    make_pod(1, "shop", "after", "", "10m");
+    size_t mark = b.len;
+    ck_assert_msg(read_until(f, &b, "\"name\":\"after\""), "after never streamed");
+    const char *tail = b.data + mark;
+    const char *reset = strstr(tail, "event: reset\n");
+    const char *after = strstr(tail, "\"name\":\"after\"");
+    ck_assert_msg(reset != NULL && reset < after, "no reset before the new changes: %.3000s", tail);
+    ck_assert_ptr_nonnull(strstr(reset, "lost its data"));
+    ck_assert_msg(strstr(reset + 1, "event: reset") == NULL, "two resets: %.3000s", tail);
+    kill((pid_t)curl_pid, SIGTERM);
+    pclose(f);
+    fg_buf_free(&b);
+}
+END_TEST
+
 START_TEST(changes_refusals) {
     th_resp_t r;
     ck_assert_int_eq(get("/v1/projects/shop/changes", other, &r), 403);
@@ -867,7 +889,7 @@ END_TEST
 
 START_TEST(changes_drain_ends_streams_cleanly) {
     FILE *f = curl_stream(port, dev, NULL, 20);
-    sleep_ms(800);
+    ts_sleep_ms(800);
     int status = th_daemon_stop(daemon_pid, SIGTERM, 10000);
     daemon_pid = 0;
     ck_assert_int_eq(status, 0);
@@ -923,7 +945,7 @@ START_TEST(changes_slow_consumer_dropped) {
                              dev);
     ck_assert_int_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
     free(req);
-    sleep_ms(500);
+    ts_sleep_ms(500);
     ck_assert_int_eq((int)metric("fleetgate_streams_open "), 1);
     for (int i = 1; i <= 8000 && (i % 200 != 0 || metric("fleetgate_streams_open ") != 0); i++) {
         char patch[96];
@@ -944,7 +966,7 @@ START_TEST(changes_slow_consumer_dropped) {
                          "open %g; %zu bytes readable: %.600s)",
                          x->integer, m->integer, metric("fleetgate_streams_open "), gn, got);
         }
-        sleep_ms(200);
+        ts_sleep_ms(200);
     }
     /* dropped for the stall (its buffer full for 2 s) or for falling a ring (4,096 events)
      * behind, whichever came first */
@@ -1052,6 +1074,7 @@ static Suite *insights_suite(void) {
     tcase_add_test(ch, changes_exactly_once_in_order_across_replicas_and_reconnects);
     tcase_add_test(ch, changes_reset_keepalives_and_contract);
     tcase_add_test(ch, changes_reset_after_flushall);
+    tcase_add_test(ch, changes_connected_client_reset_by_flushall);
     tcase_add_test(ch, changes_refusals);
     tcase_add_test(ch, changes_drain_ends_streams_cleanly);
     tcase_add_test(ch, cors_preflight_and_exposed_headers);

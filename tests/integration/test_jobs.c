@@ -8,6 +8,7 @@
 #include "testkubesim.h"
 #include "testmain.h"
 #include "testredis.h"
+#include "teststack.h"
 #include "contract.h"
 
 #include <check.h>
@@ -27,68 +28,16 @@ static uint16_t port;
 static char *admin, *dev, *viewer;
 static char daemon_cfg[8192]; /* the configuration, for a second replica */
 
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static char *token(const char *sub, const char *more) {
-    char cl[512];
-    snprintf(cl, sizeof cl,
-             "{\"iss\": \"https://id.test\", \"aud\": \"fleetgate\", \"sub\": \"%s\", "
-             "\"exp\": %ld, %s}",
-             sub, (long)time(NULL) + 3600, more);
-    char *t = tj_sign("RS256", keys.rsa_priv, "rsa1", cl);
-    ck_assert_ptr_nonnull(t);
-    return t;
-}
-
 /* One call; with check the answer must be one the contract declares. Returns the status. */
 static long call(const char *method, const char *path, const char *tok, const char *body,
                  const char *extra, bool check, th_resp_t *r) {
-    char url[1024];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", (unsigned)port, path);
-    char *auth = tok ? fg_xasprintf("Authorization: Bearer %s", tok) : NULL;
-    const char *hdrs[5] = {NULL};
-    size_t n = 0;
-    if (auth)
-        hdrs[n++] = auth;
-    if (body)
-        hdrs[n++] = strcmp(method, "PATCH") == 0 ? "Content-Type: application/merge-patch+json"
-                                                 : "Content-Type: application/json";
-    if (extra)
-        hdrs[n++] = extra;
-    ck_assert_int_eq(th_request(method, url, hdrs, body, body ? (long)strlen(body) : -1, 0, r), 0);
-    free(auth);
-    if (check) {
-        char err[4096];
-        char *p = fg_xstrdup(path);
-        p[strcspn(p, "?")] = '\0';
-        int rc = contract_check_headers(method, p, r->status, r->headers, r->body, r->len, err,
-                                        sizeof err);
-        ck_assert_msg(rc == CONTRACT_VALID, "%s %s -> %ld: %s\n%s", method, path, r->status, err,
-                      r->body);
-        free(p);
-    }
-    return r->status;
+    return ts_call(port, method, path, tok, body, extra, check, r);
 }
 
 static json_t *body_json(const th_resp_t *r) {
     json_t *j = NULL;
     ck_assert_msg(fg_json_load(r->body, r->len, &j, NULL, 0) == FG_OK, "%s", r->body);
     return j;
-}
-
-static void wait_ready(void) {
-    for (int i = 0; i < 300; i++) {
-        th_resp_t r;
-        long s = call("GET", "/readyz", NULL, NULL, NULL, false, &r);
-        th_resp_free(&r);
-        if (s == 200)
-            return;
-        sleep_ms(50);
-    }
-    ck_abort_msg("the daemon did not become ready");
 }
 
 static void setup(void) {
@@ -98,44 +47,34 @@ static void setup(void) {
     static const char *const extra[] = {"--nodes", "2", "--pod-start-ms", "0", "--job-run-ms",
                                         "400",     NULL};
     ck_assert_int_eq(tk_start(&ks, 3, extra), 0);
-    char *cfg = daemon_cfg, cl[3][512];
-    static const char *const zones[] = {"zone-a", "zone-a", "zone-b"};
-    for (int i = 0; i < 3; i++)
-        snprintf(cl[i], sizeof cl[i],
-                 "{\"name\": \"c%d\", \"zone\": \"%s\", \"region\": \"r1\", \"url\": \"%s\","
-                 " \"token_file\": \"%s\", \"ca_file\": \"%s\", \"labels\": [\"env=%s\"]}",
-                 i, zones[i], tk_url(&ks, i), ks.token_file, ks.ca_file, i == 1 ? "dev" : "prod");
+    char *cfg = daemon_cfg, cl[2048];
+    ts_clusters_json(&ks, true, cl, sizeof cl);
     snprintf(cfg, sizeof daemon_cfg,
              "{\"workers\": 4, \"redis\": {\"url\": \"%s\"},"
              " \"log\": {\"level\": \"error\", \"access_log\": false},"
              " \"openapi_file\": \"api/openapi.yaml\", \"docs_file\": \"/nonexistent\","
-             " \"clusters\": [%s, %s, %s],"
+             " \"clusters\": [%s],"
              " \"auth\": {\"issuer\": \"https://id.test\", \"audience\": \"fleetgate\","
              "  \"keys\": [{\"kid\": \"rsa1\", \"pem_file\": \"%s\", \"algs\": [\"RS256\"]}],"
              "  \"audit_log\": \"%s/audit.log\"},"
              " \"rate_limits\": {\"enabled\": false},"
              " \"sidecars\": [{\"name\": \"envoy\", \"image\": \"envoyproxy/envoy:v1.30\","
              "  \"cpu\": \"50m\", \"memory\": \"64Mi\"}]}",
-             redis.url, cl[0], cl[1], cl[2], keys.rsa_pub, keys.dir);
+             redis.url, cl, keys.rsa_pub, keys.dir);
     char log[160];
     snprintf(log, sizeof log, "%s/daemon.log", keys.dir);
     daemon_pid = th_daemon_start(cfg, &port, log);
     ck_assert_int_gt(daemon_pid, 0);
-    admin = token("ada", "\"groups\": [\"fleetgate-admins\"]");
-    dev = token("dev", "\"projects\": {\"shop\": \"developer\"}");
-    viewer = token("vera", "\"projects\": {\"shop\": \"viewer\"}");
-    wait_ready();
+    admin = ts_token(&keys, "ada", "\"groups\": [\"fleetgate-admins\"]");
+    dev = ts_token(&keys, "dev", "\"projects\": {\"shop\": \"developer\"}");
+    viewer = ts_token(&keys, "vera", "\"projects\": {\"shop\": \"viewer\"}");
+    ts_wait_ready(port, 300);
 }
 
 static void teardown(void) {
     int status = th_daemon_stop(daemon_pid, SIGTERM, 5000);
-    char path[192], text[8192] = "";
-    snprintf(path, sizeof path, "%s/daemon.log", keys.dir);
-    FILE *f = status != 0 ? fopen(path, "r") : NULL;
-    if (f) {
-        text[fread(text, 1, sizeof text - 1, f)] = '\0';
-        fclose(f);
-    }
+    char text[8192];
+    ts_log_if_failed(status, keys.dir, text, sizeof text);
     tk_stop(&ks);
     tr_redis_stop(&redis);
     tj_keys_remove(&keys);
@@ -173,7 +112,7 @@ static json_t *poll_get(const char *path, pred_fn pred, const void *arg, int ms)
         th_resp_free(&r);
         if (last && pred(last, arg))
             return last;
-        sleep_ms(50);
+        ts_sleep_ms(50);
     }
     return last;
 }
@@ -351,7 +290,7 @@ START_TEST(pod_restart_container_in_place) {
     restarts_t side = {"side", 1};
     json_t *now = poll_get(get, has_restarts, &side, 5000);
     ck_assert_msg(now && has_restarts(now, &side), "side restarts not 1");
-    sleep_ms(300);
+    ts_sleep_ms(300);
     json_decref(now);
     now = poll_get(get, has_restarts, &side, 0);
     ck_assert_int_eq(restarts_of(now, "side"), 1);
@@ -619,9 +558,9 @@ START_TEST(jobset_suspend_stops_and_resume_restarts_pods) {
     long succeeded = pods_count(js, "succeeded");
     json_decref(js);
     /* No pod is made while suspended: the pods stay as they are. */
-    sleep_ms(300);
+    ts_sleep_ms(300);
     long before = ks_job_pods(0, "batch") + ks_job_pods(2, "batch");
-    sleep_ms(1200);
+    ts_sleep_ms(1200);
     ck_assert_int_eq(ks_job_pods(0, "batch") + ks_job_pods(2, "batch"), before);
     js = poll_get("/v1/projects/shop/jobsets/batch", has_phase, "Suspended", 0);
     ck_assert_int_eq(pods_count(js, "succeeded"), succeeded);
@@ -804,7 +743,7 @@ START_TEST(jobset_refusals_idempotency_and_delete) {
     ck_assert_ptr_null(ks_job(2, "once"));
     /* Its pods go with it (background propagation). */
     for (int i = 0; i < 100 && ks_job_pods(0, "once") + ks_job_pods(2, "once") > 0; i++)
-        sleep_ms(50);
+        ts_sleep_ms(50);
     ck_assert_int_eq(ks_job_pods(0, "once") + ks_job_pods(2, "once"), 0);
     ck_assert_int_eq(quota_pods_used(), 0);
     ck_assert_int_eq(call("DELETE", "/v1/projects/shop/jobsets/once", dev, NULL, NULL, true, &r),
@@ -932,7 +871,7 @@ START_TEST(cronjob_runs_suspends_triggers_and_changes) {
     ck_assert(json_is_true(json_object_get(json_object_get(cj, "status"), "suspended")));
     json_decref(cj);
     move_clocks(61 + 120);
-    sleep_ms(1500);
+    ts_sleep_ms(1500);
     list = poll_get("/v1/projects/shop/jobsets", all_runs_succeeded, NULL, 0);
     ck_assert_int_eq(runs_of(list, "nightly"), scheduled);
     json_decref(list);
@@ -1295,7 +1234,7 @@ static bool cron_schedule_is(int i, const char *name, const char *want, int seco
     for (int t = 0; t < seconds * 5; t++) {
         if (strcmp(ks_schedule(i, name, buf, sizeof buf), want) == 0)
             return true;
-        sleep_ms(200);
+        ts_sleep_ms(200);
     }
     return false;
 }
@@ -1347,7 +1286,7 @@ START_TEST(cronjob_repaired_by_the_reconciler) {
         gone = strcmp(ks_schedule(0, "nightly", buf, sizeof buf), "(none)") == 0 &&
                strcmp(ks_schedule(2, "nightly", buf, sizeof buf), "(none)") == 0;
         if (!gone)
-            sleep_ms(200);
+            ts_sleep_ms(200);
     }
     ck_assert_msg(gone, "the marked cron job was not deleted everywhere");
 }
@@ -1378,7 +1317,7 @@ static bool hpas_converge(const long want_lo[3], const long want_hi[3], int seco
         }
         if (same)
             return true;
-        sleep_ms(200);
+        ts_sleep_ms(200);
     }
     return false;
 }
@@ -1532,7 +1471,7 @@ START_TEST(cronjob_runs_are_charged_to_the_quota) {
         th_resp_free(&r);
         if (!quota)
             break;
-        sleep_ms(250);
+        ts_sleep_ms(250);
     }
     ck_assert_int_eq(st, 201);
     free(body);
@@ -1554,7 +1493,7 @@ START_TEST(cronjob_runs_are_charged_to_the_quota) {
         held = poll_get(path, has_phase, "Pending", 0);
         cond = json_array_get(json_object_get(json_object_get(held, "status"), "conditions"), 0);
         if (cond == NULL)
-            sleep_ms(200);
+            ts_sleep_ms(200);
     }
     ck_assert_msg(cond, "the held run says nothing");
     ck_assert_str_eq(json_string_value(json_object_get(cond, "type")), "Admitted");
@@ -1568,7 +1507,7 @@ START_TEST(cronjob_runs_are_charged_to_the_quota) {
     ck_assert_int_eq(pods_count(held, "active") + pods_count(held, "succeeded"), 0);
     json_decref(held);
     ck_assert(ks_job_suspended(0, name2) && ks_job_suspended(2, name2));
-    sleep_ms(2500); /* another pass: still held */
+    ts_sleep_ms(2500); /* another pass: still held */
     ck_assert(ks_job_suspended(0, name2) && ks_job_suspended(2, name2));
     /* A trigger is refused as before. */
     ck_assert_int_eq(

@@ -11,6 +11,7 @@
 #include "testjwt.h"
 #include "testmain.h"
 #include "testredis.h"
+#include "teststack.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -41,22 +42,6 @@ static char ks_dir[64];
 static fg_kube_client_t *kc, *kc2;
 static char *dev, *other, *viewer, *op;
 static int stall_timeout_s = 30; /* streams.stall_timeout_s (30: the default) */
-
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static char *token(const char *sub, const char *more) {
-    char cl[512];
-    snprintf(cl, sizeof cl,
-             "{\"iss\": \"https://id.test\", \"aud\": \"fleetgate\", \"sub\": \"%s\", "
-             "\"exp\": %ld, %s}",
-             sub, (long)time(NULL) + 3600, more);
-    char *t = tj_sign("RS256", keys.rsa_priv, "rsa1", cl);
-    ck_assert_ptr_nonnull(t);
-    return t;
-}
 
 /* ---- kubesim ------------------------------------------------------------------ */
 
@@ -157,7 +142,7 @@ static void make_pod_in(int cl, const char *name, int containers) {
     char *j = tc_pod_json("shop", cluster, zone, name, "web", "Running", NULL, "101");
     ck_assert_int_eq(tc_put(&cache, "pod", cluster, "shop", name, j), 0);
     free(j);
-    sleep_ms(300); /* kubesim's kubelet starts it (pod-start-ms 0, next controller pass) */
+    ts_sleep_ms(300); /* kubesim's kubelet starts it (pod-start-ms 0, next controller pass) */
 }
 
 static void make_pod(const char *name, int containers) {
@@ -198,21 +183,17 @@ static void setup(void) {
     ck_assert_int_eq(tc_sync_all(&cache, CLUSTER, "1000", fg_wall_ms()), 0);
     ck_assert_int_eq(tc_cluster(&cache, CLUSTER2, ZONE2, "Healthy", fg_wall_ms(), ""), 0);
     ck_assert_int_eq(tc_sync_all(&cache, CLUSTER2, "1000", fg_wall_ms()), 0);
-    dev = token("dana", "\"projects\": {\"shop\": \"developer\"}");
-    other = token("otto", "\"projects\": {\"blog\": \"operator\"}");
-    viewer = token("vera", "\"projects\": {\"shop\": \"viewer\"}");
-    op = token("oona", "\"projects\": {\"shop\": \"operator\"}");
+    dev = ts_token(&keys, "dana", "\"projects\": {\"shop\": \"developer\"}");
+    other = ts_token(&keys, "otto", "\"projects\": {\"blog\": \"operator\"}");
+    viewer = ts_token(&keys, "vera", "\"projects\": {\"shop\": \"viewer\"}");
+    op = ts_token(&keys, "oona", "\"projects\": {\"shop\": \"operator\"}");
 }
 
 static void teardown(void) {
     int status = th_daemon_stop(daemon_pid, SIGTERM, 10000);
-    char path[192], text[8192] = "";
+    char path[192], text[8192];
+    ts_log_if_failed(status, keys.dir, text, sizeof text);
     snprintf(path, sizeof path, "%s/daemon.log", keys.dir);
-    FILE *f = status != 0 ? fopen(path, "r") : NULL;
-    if (f) {
-        text[fread(text, 1, sizeof text - 1, f)] = '\0';
-        fclose(f);
-    }
     unlink(path);
     fg_kube_client_free(kc);
     fg_kube_client_free(kc2);
@@ -301,7 +282,7 @@ static bool wait_streams_open(int want, int ms) {
     for (int waited = 0; waited <= ms; waited += 20) {
         if (streams_open() == want)
             return true;
-        sleep_ms(20);
+        ts_sleep_ms(20);
     }
     return false;
 }
@@ -384,7 +365,7 @@ START_TEST(follow_sees_new_lines_and_disconnect_closes_upstream) {
     close(fd);
     ck_assert_msg(wait_streams_open(0, 1000), "the stream outlived its client");
     /* one audit line for the session, with its bytes */
-    sleep_ms(100);
+    ts_sleep_ms(100);
     char path[192], audit[1 << 14] = "";
     snprintf(path, sizeof path, "%s/audit.log", keys.dir);
     FILE *f = fopen(path, "r");
@@ -413,7 +394,7 @@ START_TEST(streams_past_the_limit_get_429) {
     ck_assert_int_eq(get_as("/v1/projects/shop/pods/web-1/logs", dev, &r), 429);
     th_resp_free(&r);
     /* past the 5 s lease the open streams still hold their slots: the loop renews them */
-    sleep_ms(6500);
+    ts_sleep_ms(6500);
     ck_assert_int_eq(get_as("/v1/projects/shop/pods/web-1/logs", dev, &r), 429);
     th_resp_free(&r);
     close(fds[0]);
@@ -432,7 +413,7 @@ START_TEST(slow_reader_keeps_memory_bounded_and_drain_ends_streams) {
     int fd = open_follow("/v1/projects/shop/pods/web-1/logs?follow=true", dev);
     int rcv = 4096;
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv);
-    sleep_ms(1500);
+    ts_sleep_ms(1500);
     ck_assert_int_eq(streams_open(), 1);
     /* SIGTERM: the stream ends cleanly and the daemon exits 0 (teardown checks) */
     close(fd);
@@ -482,7 +463,7 @@ START_TEST(stalled_reader_keeps_rss_bounded_and_is_dropped) {
     char *j = tc_pod_json("shop", CLUSTER, ZONE, "fast-1", "fast", "Running", NULL, "101");
     ck_assert_int_eq(tc_put(&cache, "pod", CLUSTER, "shop", "fast-1", j), 0);
     free(j);
-    sleep_ms(300);
+    ts_sleep_ms(300);
     const char *path = "/v1/projects/shop/pods/fast-1/logs?follow=true";
     /* 1. How fast the lines come through fleetgate to a client that reads: what an unbounded
      *    gateway would have to hold for a client that does not. */
@@ -506,7 +487,7 @@ START_TEST(stalled_reader_keeps_rss_bounded_and_is_dropped) {
     ck_assert_int_gt(read(fd, head, sizeof head - 1), 12);
     ck_assert_msg(strncmp(head, "HTTP/1.1 200", 12) == 0, "%.200s", head);
     uint64_t stalled_at = fg_now_ns();
-    sleep_ms(1000); /* fleetgate's buffer fills and the cluster's side is paused */
+    ts_sleep_ms(1000); /* fleetgate's buffer fills and the cluster's side is paused */
     long rss0 = rss_kib(daemon_pid), rss_max = rss0;
     ck_assert_int_gt(rss0, 0);
     ck_assert_int_eq(streams_open(), 1);
@@ -522,7 +503,7 @@ START_TEST(stalled_reader_keeps_rss_bounded_and_is_dropped) {
             dropped_at = fg_now_ns();
             break;
         }
-        sleep_ms(200);
+        ts_sleep_ms(200);
     }
     double offered_kib = rate * stall / 1024.0;
     fprintf(stderr,
@@ -558,7 +539,7 @@ START_TEST(stalled_reader_keeps_rss_bounded_and_is_dropped) {
     ck_assert_uint_lt(got, 4u * 1024u * 1024u);
     close(fd);
     /* the session's audit line says why it ended */
-    sleep_ms(100);
+    ts_sleep_ms(100);
     char apath[192], audit[1 << 14] = "";
     snprintf(apath, sizeof apath, "%s/audit.log", keys.dir);
     FILE *f = fopen(apath, "r");
@@ -660,7 +641,7 @@ START_TEST(exec_over_v5_and_v4_with_python_websocket) {
             ck_assert_msg(st == 0, "%s %s: %s", protocols[p], modes[m], out);
         }
     /* one audit line per session, with the command and the exit code */
-    sleep_ms(200);
+    ts_sleep_ms(200);
     char path[192], audit[1 << 16] = "";
     snprintf(path, sizeof path, "%s/audit.log", keys.dir);
     FILE *f = fopen(path, "r");
@@ -701,7 +682,7 @@ START_TEST(exec_client_gone_ends_the_cluster_session) {
     char line[64] = "";
     ssize_t r = read(from_child[0], line, sizeof line - 1);
     ck_assert_msg(r > 0 && strncmp(line, "open", 4) == 0, "no session: %s", line);
-    sleep_ms(200);
+    ts_sleep_ms(200);
     ck_assert_int_eq(ks_children("sleep"), 1);
     ck_assert_int_eq(write(to_child[1], "\n", 1), 1);
     int st;
@@ -709,7 +690,7 @@ START_TEST(exec_client_gone_ends_the_cluster_session) {
     /* the client went without a close frame: kubesim's process ends within 1 s */
     int waited = 0;
     while (ks_children("sleep") > 0 && waited < 1000) {
-        sleep_ms(20);
+        ts_sleep_ms(20);
         waited += 20;
     }
     ck_assert_msg(ks_children("sleep") == 0, "the shell outlived its client by 1 s");
@@ -731,7 +712,7 @@ START_TEST(exec_idle_session_is_ended) {
     ck_assert_int_eq(system(cmd), 0);
     int waited = 0;
     while (ks_children("sleep") == 0 && waited < 3000) {
-        sleep_ms(50);
+        ts_sleep_ms(50);
         waited += 50;
     }
     ck_assert_int_eq(ks_children("sleep"), 1);
@@ -739,11 +720,11 @@ START_TEST(exec_idle_session_is_ended) {
      * the 2 s head timeout of the HTTP watchdog does not apply to an upgraded connection */
     waited = 0;
     while (ks_children("sleep") > 0 && waited < 5000) {
-        sleep_ms(50);
+        ts_sleep_ms(50);
         waited += 50;
     }
     ck_assert_msg(ks_children("sleep") == 0, "the idle session lived on");
-    sleep_ms(100);
+    ts_sleep_ms(100);
     char path[192], audit[1 << 14] = "";
     snprintf(path, sizeof path, "%s/audit.log", keys.dir);
     FILE *f = fopen(path, "r");

@@ -7,6 +7,7 @@
 #include "testkubesim.h"
 #include "testmain.h"
 #include "testredis.h"
+#include "teststack.h"
 #include "contract.h"
 
 #include <check.h>
@@ -26,50 +27,10 @@ static uint16_t port;
 static char *admin, *dev, *viewer;
 static char daemon_cfg[8192]; /* the configuration, for a second replica */
 
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static char *token(const char *sub, const char *more) {
-    char cl[512];
-    snprintf(cl, sizeof cl,
-             "{\"iss\": \"https://id.test\", \"aud\": \"fleetgate\", \"sub\": \"%s\", "
-             "\"exp\": %ld, %s}",
-             sub, (long)time(NULL) + 3600, more);
-    char *t = tj_sign("RS256", keys.rsa_priv, "rsa1", cl);
-    ck_assert_ptr_nonnull(t);
-    return t;
-}
-
 /* One call; with check the answer must be one the contract declares. Returns the status. */
 static long call(const char *method, const char *path, const char *tok, const char *body,
                  const char *extra, bool check, th_resp_t *r) {
-    char url[1024];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", (unsigned)port, path);
-    char *auth = tok ? fg_xasprintf("Authorization: Bearer %s", tok) : NULL;
-    const char *hdrs[5] = {NULL};
-    size_t n = 0;
-    if (auth)
-        hdrs[n++] = auth;
-    if (body)
-        hdrs[n++] = strcmp(method, "PATCH") == 0 ? "Content-Type: application/merge-patch+json"
-                                                 : "Content-Type: application/json";
-    if (extra)
-        hdrs[n++] = extra;
-    ck_assert_int_eq(th_request(method, url, hdrs, body, body ? (long)strlen(body) : -1, 0, r), 0);
-    free(auth);
-    if (check) {
-        char err[4096];
-        char *p = fg_xstrdup(path);
-        p[strcspn(p, "?")] = '\0';
-        int rc = contract_check_headers(method, p, r->status, r->headers, r->body, r->len, err,
-                                        sizeof err);
-        ck_assert_msg(rc == CONTRACT_VALID, "%s %s -> %ld: %s\n%s", method, path, r->status, err,
-                      r->body);
-        free(p);
-    }
-    return r->status;
+    return ts_call(port, method, path, tok, body, extra, check, r);
 }
 
 static json_t *body_json(const th_resp_t *r) {
@@ -78,36 +39,19 @@ static json_t *body_json(const th_resp_t *r) {
     return j;
 }
 
-static void wait_ready(void) {
-    for (int i = 0; i < 300; i++) {
-        th_resp_t r;
-        long s = call("GET", "/readyz", NULL, NULL, NULL, false, &r);
-        th_resp_free(&r);
-        if (s == 200)
-            return;
-        sleep_ms(50);
-    }
-    ck_abort_msg("the daemon did not become ready");
-}
-
 static void setup(void) {
     fg_log_set_level(FG_LOG_ERROR);
     ck_assert_int_eq(tr_redis_start(&redis), 0);
     ck_assert_int_eq(tj_keys_make(&keys), 0);
     static const char *const extra[] = {"--nodes", "2", "--pod-start-ms", "0", NULL};
     ck_assert_int_eq(tk_start(&ks, 3, extra), 0);
-    char *cfg = daemon_cfg, cl[3][512];
-    static const char *const zones[] = {"zone-a", "zone-a", "zone-b"};
-    for (int i = 0; i < 3; i++)
-        snprintf(cl[i], sizeof cl[i],
-                 "{\"name\": \"c%d\", \"zone\": \"%s\", \"region\": \"r1\", \"url\": \"%s\","
-                 " \"token_file\": \"%s\", \"ca_file\": \"%s\", \"labels\": [\"env=%s\"]}",
-                 i, zones[i], tk_url(&ks, i), ks.token_file, ks.ca_file, i == 1 ? "dev" : "prod");
+    char *cfg = daemon_cfg, cl[2048];
+    ts_clusters_json(&ks, true, cl, sizeof cl);
     snprintf(cfg, sizeof daemon_cfg,
              "{\"workers\": 4, \"redis\": {\"url\": \"%s\"},"
              " \"log\": {\"level\": \"error\", \"access_log\": false},"
              " \"openapi_file\": \"api/openapi.yaml\", \"docs_file\": \"/nonexistent\","
-             " \"clusters\": [%s, %s, %s],"
+             " \"clusters\": [%s],"
              " \"auth\": {\"issuer\": \"https://id.test\", \"audience\": \"fleetgate\","
              "  \"keys\": [{\"kid\": \"rsa1\", \"pem_file\": \"%s\", \"algs\": [\"RS256\"]}],"
              "  \"audit_log\": \"%s/audit.log\"},"
@@ -115,26 +59,21 @@ static void setup(void) {
              " \"sidecars\": [{\"name\": \"envoy\", \"image\": \"envoyproxy/envoy:v1.30\","
              "  \"cpu\": \"50m\", \"memory\": \"64Mi\", \"ports\": [\"admin:9901\"],"
              "  \"env\": [\"LOG_LEVEL=warn\"]}, {\"name\": \"app\", \"image\": \"x:1\"}]}",
-             redis.url, cl[0], cl[1], cl[2], keys.rsa_pub, keys.dir);
+             redis.url, cl, keys.rsa_pub, keys.dir);
     char log[160];
     snprintf(log, sizeof log, "%s/daemon.log", keys.dir);
     daemon_pid = th_daemon_start(cfg, &port, log);
     ck_assert_int_gt(daemon_pid, 0);
-    admin = token("ada", "\"groups\": [\"fleetgate-admins\"]");
-    dev = token("dev", "\"projects\": {\"shop\": \"developer\"}");
-    viewer = token("vera", "\"projects\": {\"shop\": \"viewer\"}");
-    wait_ready();
+    admin = ts_token(&keys, "ada", "\"groups\": [\"fleetgate-admins\"]");
+    dev = ts_token(&keys, "dev", "\"projects\": {\"shop\": \"developer\"}");
+    viewer = ts_token(&keys, "vera", "\"projects\": {\"shop\": \"viewer\"}");
+    ts_wait_ready(port, 300);
 }
 
 static void teardown(void) {
     int status = th_daemon_stop(daemon_pid, SIGTERM, 5000);
-    char path[192], text[8192] = "";
-    snprintf(path, sizeof path, "%s/daemon.log", keys.dir);
-    FILE *f = status != 0 ? fopen(path, "r") : NULL;
-    if (f) {
-        text[fread(text, 1, sizeof text - 1, f)] = '\0';
-        fclose(f);
-    }
+    char text[8192];
+    ts_log_if_failed(status, keys.dir, text, sizeof text);
     tk_stop(&ks);
     tr_redis_stop(&redis);
     tj_keys_remove(&keys);
@@ -313,7 +252,7 @@ START_TEST(project_delete_refused_while_workloads_remain) {
         th_resp_free(&r);
         if (s == 200)
             break;
-        sleep_ms(20);
+        ts_sleep_ms(20);
     }
     ck_assert_int_eq(call("DELETE", "/v1/projects/shop", admin, NULL, NULL, true, &r), 409);
     ck_assert_msg(strstr(r.body, "project shop still has 1 apps; delete them first") != NULL, "%s",
@@ -327,7 +266,7 @@ START_TEST(project_delete_refused_while_workloads_remain) {
         th_resp_free(&r);
         if (s == 404)
             break;
-        sleep_ms(20);
+        ts_sleep_ms(20);
     }
     ck_assert_int_eq(
         call("DELETE", "/v1/projects/shop", admin, NULL, "If-Match: \"stale\"", true, &r), 412);
@@ -388,7 +327,7 @@ START_TEST(reconciler_creates_missing_namespaces) {
     for (int i = 0; i < 250 && ns == NULL; i++) {
         ns = ks_namespace(2, "legacy");
         if (ns == NULL)
-            sleep_ms(40);
+            ts_sleep_ms(40);
     }
     ck_assert_msg(ns != NULL, "the reconciler did not create the namespace in c2");
     ck_assert_str_eq(ann(ns, "fleetgate.io/quota-ondemand-cpu"), "3");
@@ -662,7 +601,7 @@ START_TEST(app_refusals) {
     char *body = app_body("web", 2, "{}", NULL);
     ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", viewer, body, NULL, true, &r), 403);
     th_resp_free(&r);
-    char *other = token("olga", "\"projects\": {\"blog\": \"developer\"}");
+    char *other = ts_token(&keys, "olga", "\"projects\": {\"blog\": \"developer\"}");
     ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", other, body, NULL, true, &r), 403);
     th_resp_free(&r);
     free(other);
@@ -914,7 +853,7 @@ static bool converges(const char *app, const long want[3], int seconds, long got
         }
         if (same)
             return true;
-        sleep_ms(200);
+        ts_sleep_ms(200);
     }
     return false;
 }
@@ -928,7 +867,7 @@ static int create_spread_app(const char *name) {
      * can pass its 250 ms deadline; what is tested here is the reconciler, not that */
     for (int i = 0; i < 5 && st != 201; i++) {
         if (i > 0)
-            sleep_ms(300);
+            ts_sleep_ms(300);
         st = call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r);
         ck_assert_msg(st == 201 || st == 503, "%ld: %s", st, r.body);
         th_resp_free(&r);
@@ -977,7 +916,7 @@ START_TEST(reconciler_moves_apps_off_an_unreachable_cluster) {
     for (int t = 0; t < 250 && !moved; t++) {
         moved = ks_replicas(y, "svc", NULL) == 2 && ks_replicas(2, "svc", NULL) == 2;
         if (!moved)
-            sleep_ms(200);
+            ts_sleep_ms(200);
     }
     ck_assert_int_eq(tk_faults(&ks, x, "{\"down\": false}"), 0);
     ck_assert_msg(moved, "c%d %ld c2 %ld", y, ks_replicas(y, "svc", NULL),
@@ -1026,7 +965,7 @@ START_TEST(reconciler_restores_the_recorded_placement) {
     ck_assert_int_eq(call("POST", "/v1/projects/shop/apps/api:stop", dev, NULL, NULL, true, &r),
                      200);
     th_resp_free(&r);
-    sleep_ms(9000); /* past the settle time */
+    ts_sleep_ms(9000); /* past the settle time */
     long zero[3] = {-1, -1, 0};
     zero[x] = 0;
     ck_assert_msg(converges("api", zero, 1, got), "c0 %ld c1 %ld c2 %ld", got[0], got[1], got[2]);
@@ -1098,7 +1037,7 @@ START_TEST(idempotent_retry_after_dropped_connection) {
             call("POST", "/v1/projects/shop/apps", dev, body, "Idempotency-Key: k-1", true, &r);
         th_resp_free(&r);
         if (status == 409)
-            sleep_ms(20);
+            ts_sleep_ms(20);
     }
     ck_assert_int_eq(status, 201);
     json_t *dep = NULL;
