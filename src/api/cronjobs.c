@@ -395,7 +395,10 @@ int fg_api_delete_cronjob(fg_req_t *req) {
     fg_fed_outcomes_clear(o, n);
     json_decref(mark);
     n = marked ? cron_writes(&j, FG_KUBE_DELETE, path, NULL, w) : 0;
-    if (marked && wr_fanout_or_reply(req, w, n, o)) {
+    bool deleted = marked && wr_fanout_or_reply(req, w, n, o);
+    if (marked) /* its runs go with it (propagation): their quota is free now */
+        js_forget_cron_runs(req, j.project, j.name, o, n);
+    if (deleted) {
         wr_wait_applied(req, w, o, n, "cronjob", CRONJOBS, j.project, j.name, true);
         rc = fg_reply_static(req, 204, "application/json", "", 0);
     }

@@ -1,0 +1,328 @@
+/* Integration tests of what changes while the daemon runs: a delete frees its quota at once on
+ * every replica, and SIGHUP re-reads the config. Against the daemon (two replicas where it
+ * matters), a private redis-server and kubesim with three clusters in two zones (c0, c1 in
+ * zone-a; c2 in zone-b), with real tokens; the config lives in a file of the test's own, so it
+ * can be rewritten before a SIGHUP. */
+#include "testhttp.h"
+#include "testjwt.h"
+#include "testkubesim.h"
+#include "testmain.h"
+#include "testredis.h"
+#include "contract.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static tr_redis_t redis;
+static tj_keys_t keys;
+static tk_sim_t ks;
+static pid_t daemon_pid;
+static uint16_t port;
+static char *admin, *dev;
+static char cfg_path[256];
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static char *token(const char *sub, const char *more) {
+    char cl[512];
+    snprintf(cl, sizeof cl,
+             "{\"iss\": \"https://id.test\", \"aud\": \"fleetgate\", \"sub\": \"%s\", "
+             "\"exp\": %ld, %s}",
+             sub, (long)time(NULL) + 3600, more);
+    char *t = tj_sign("RS256", keys.rsa_priv, "rsa1", cl);
+    ck_assert_ptr_nonnull(t);
+    return t;
+}
+
+/* One call to the replica on port p; with check the answer must be one the contract declares. */
+static long call_at(uint16_t p, const char *method, const char *path, const char *tok,
+                    const char *body, bool check, th_resp_t *r) {
+    char url[1024];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", (unsigned)p, path);
+    char *auth = tok ? fg_xasprintf("Authorization: Bearer %s", tok) : NULL;
+    const char *hdrs[4] = {NULL};
+    size_t n = 0;
+    if (auth)
+        hdrs[n++] = auth;
+    if (body)
+        hdrs[n++] = strcmp(method, "PATCH") == 0 ? "Content-Type: application/merge-patch+json"
+                                                 : "Content-Type: application/json";
+    ck_assert_int_eq(th_request(method, url, hdrs, body, body ? (long)strlen(body) : -1, 0, r), 0);
+    free(auth);
+    if (check) {
+        char err[4096];
+        char *q = fg_xstrdup(path);
+        q[strcspn(q, "?")] = '\0';
+        int rc = contract_check_headers(method, q, r->status, r->headers, r->body, r->len, err,
+                                        sizeof err);
+        ck_assert_msg(rc == CONTRACT_VALID, "%s %s -> %ld: %s\n%s", method, path, r->status, err,
+                      r->body);
+        free(q);
+    }
+    return r->status;
+}
+
+static long call(const char *method, const char *path, const char *tok, const char *body,
+                 bool check, th_resp_t *r) {
+    return call_at(port, method, path, tok, body, check, r);
+}
+
+/* The config as JSON text with the sidecar catalogue and c2's labels given (owned). */
+static char *config_text(const char *sidecars, const char *c2_label) {
+    char cl[3][512];
+    static const char *const zones[] = {"zone-a", "zone-a", "zone-b"};
+    for (int i = 0; i < 3; i++)
+        snprintf(cl[i], sizeof cl[i],
+                 "{\"name\": \"c%d\", \"zone\": \"%s\", \"region\": \"r1\", \"url\": \"%s\","
+                 " \"token_file\": \"%s\", \"ca_file\": \"%s\", \"labels\": [\"env=%s\"]}",
+                 i, zones[i], tk_url(&ks, i), ks.token_file, ks.ca_file,
+                 i == 2   ? c2_label
+                 : i == 1 ? "dev"
+                          : "prod");
+    return fg_xasprintf(
+        "{\"workers\": 4, \"redis\": {\"url\": \"%s\"},"
+        " \"log\": {\"level\": \"info\", \"access_log\": false},"
+        " \"openapi_file\": \"api/openapi.yaml\", \"docs_file\": \"/nonexistent\","
+        " \"clusters\": [%s, %s, %s],"
+        " \"auth\": {\"issuer\": \"https://id.test\", \"audience\": \"fleetgate\","
+        "  \"keys\": [{\"kid\": \"rsa1\", \"pem_file\": \"%s\", \"algs\": [\"RS256\"]}],"
+        "  \"audit_log\": \"%s/audit.log\"},"
+        " \"rate_limits\": {\"enabled\": false},"
+        " \"sidecars\": %s}",
+        redis.url, cl[0], cl[1], cl[2], keys.rsa_pub, keys.dir, sidecars);
+}
+
+static void write_config(const char *text) {
+    char tmp[300];
+    snprintf(tmp, sizeof tmp, "%s.new", cfg_path);
+    FILE *f = fopen(tmp, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fputs(text, f) >= 0, 1);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(rename(tmp, cfg_path), 0); /* whole, never half written */
+}
+
+/* Starts a replica on the test's config file (kept, unlike th_daemon_start's). */
+static pid_t start_replica(uint16_t *p, const char *log_path) {
+    *p = th_free_port();
+    char listen[32];
+    snprintf(listen, sizeof listen, "127.0.0.1:%u", (unsigned)*p);
+    const char *bin = th_bin("fleetgate");
+    pid_t pid = fork();
+    if (pid == 0) {
+        int out = open(log_path ? log_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (out >= 0) {
+            dup2(out, STDERR_FILENO);
+            dup2(out, STDOUT_FILENO);
+        }
+        execl(bin, bin, "-c", cfg_path, "--listen", listen, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 600; i++) {
+        th_resp_t r;
+        char url[64];
+        snprintf(url, sizeof url, "http://127.0.0.1:%u/readyz", (unsigned)*p);
+        int ok = th_request("GET", url, NULL, NULL, -1, 0, &r) == 0 && r.status == 200;
+        th_resp_free(&r);
+        if (ok)
+            return pid;
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return -1;
+        sleep_ms(50);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+static const char *const default_sidecars =
+    "[{\"name\": \"envoy\", \"image\": \"envoyproxy/envoy:v1.30\", \"cpu\": \"50m\","
+    " \"memory\": \"64Mi\"}, {\"name\": \"logs\", \"image\": \"fluent/fluent-bit:3.0\"}]";
+
+static void setup(void) {
+    fg_log_set_level(FG_LOG_ERROR);
+    ck_assert_int_eq(tr_redis_start(&redis), 0);
+    ck_assert_int_eq(tj_keys_make(&keys), 0);
+    /* job pods run until the test ends: a job set holds its quota while it runs */
+    static const char *const extra[] = {"--nodes", "2", "--pod-start-ms", "0", "--job-run-ms",
+                                        "600000",  NULL};
+    ck_assert_int_eq(tk_start(&ks, 3, extra), 0);
+    snprintf(cfg_path, sizeof cfg_path, "%s/fleetgate.json", keys.dir);
+    char *cfg = config_text(default_sidecars, "prod");
+    write_config(cfg);
+    free(cfg);
+    char log[200];
+    snprintf(log, sizeof log, "%s/daemon.log", keys.dir);
+    daemon_pid = start_replica(&port, log);
+    ck_assert_int_gt(daemon_pid, 0);
+    admin = token("ada", "\"groups\": [\"fleetgate-admins\"]");
+    dev = token("dev", "\"projects\": {\"shop\": \"developer\"}");
+}
+
+static void teardown(void) {
+    int status = th_daemon_stop(daemon_pid, SIGTERM, 5000);
+    char path[200], text[8192] = "";
+    snprintf(path, sizeof path, "%s/daemon.log", keys.dir);
+    FILE *f = status != 0 ? fopen(path, "r") : NULL;
+    if (f) {
+        text[fread(text, 1, sizeof text - 1, f)] = '\0';
+        fclose(f);
+    }
+    tk_stop(&ks);
+    tr_redis_stop(&redis);
+    unlink(cfg_path);
+    tj_keys_remove(&keys);
+    free(admin);
+    free(dev);
+    ck_assert_msg(status == 0, "the daemon exited with %d:\n%s", status, text);
+}
+
+static void create_project(const char *body) {
+    th_resp_t r;
+    ck_assert_int_eq(call("POST", "/v1/projects", admin, body, true, &r), 201);
+    th_resp_free(&r);
+}
+
+static char *app_body(const char *name, int replicas, const char *extra) {
+    return fg_xasprintf("{\"name\": \"%s\", \"spec\": {\"replicas\": %d, \"containers\": "
+                        "[{\"name\": \"app\", \"image\": \"registry.example.net/shop/web:1\", "
+                        "\"resources\": {\"requests\": {\"cpu\": \"100m\"}}}]%s}}",
+                        name, replicas, extra ? extra : "");
+}
+
+static long create_app_at(uint16_t p, const char *name, int replicas, const char *extra,
+                          th_resp_t *r) {
+    char *body = app_body(name, replicas, extra);
+    long s = call_at(p, "POST", "/v1/projects/shop/apps", dev, body, true, r);
+    free(body);
+    return s;
+}
+
+static void set_faults_everywhere(const char *json) {
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tk_faults(&ks, i, json), 0);
+}
+
+/* ---- a delete frees its quota at once ------------------------------------------------------ */
+
+START_TEST(delete_frees_quota_at_once_across_replicas) {
+    create_project("{\"name\": \"shop\", \"quotas\": {\"OnDemand\": {\"limits\": "
+                   "{\"pods\": 4}}}}");
+    uint16_t port2;
+    pid_t second = start_replica(&port2, NULL);
+    ck_assert_int_gt(second, 0);
+    th_resp_t r;
+    ck_assert_int_eq(create_app_at(port, "a", 2, NULL, &r), 201);
+    th_resp_free(&r);
+    ck_assert_int_eq(create_app_at(port2, "b", 2, NULL, &r), 201);
+    th_resp_free(&r);
+    /* full: a third app is refused on either replica */
+    ck_assert_int_eq(create_app_at(port2, "c", 2, NULL, &r), 409);
+    ck_assert_msg(strstr(r.body, "pods would be 6 of a quota of 4") != NULL, "%s", r.body);
+    th_resp_free(&r);
+
+    /* a delete that fails in every cluster frees nothing */
+    set_faults_everywhere("{\"errorRate\": 1, \"errorStatus\": 503}");
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop/apps/a", dev, NULL, true, &r), 502);
+    th_resp_free(&r);
+    set_faults_everywhere("{}");
+    ck_assert_int_eq(create_app_at(port2, "c", 2, NULL, &r), 409);
+    ck_assert_msg(strstr(r.body, "pods would be 6 of a quota of 4") != NULL, "%s", r.body);
+    th_resp_free(&r);
+
+    /* deleted through one replica, created through the other at once */
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop/apps/a", dev, NULL, true, &r), 204);
+    th_resp_free(&r);
+    ck_assert_int_eq(create_app_at(port2, "c", 2, NULL, &r), 201);
+    th_resp_free(&r);
+    /* and the quota is full again: "a" is not counted twice, "c" is */
+    ck_assert_int_eq(create_app_at(port, "d", 1, NULL, &r), 409);
+    ck_assert_msg(strstr(r.body, "pods would be 5 of a quota of 4") != NULL, "%s", r.body);
+    th_resp_free(&r);
+    /* a name deleted and created again is counted again */
+    ck_assert_int_eq(call_at(port2, "DELETE", "/v1/projects/shop/apps/b", dev, NULL, true, &r),
+                     204);
+    th_resp_free(&r);
+    ck_assert_int_eq(create_app_at(port, "b", 2, NULL, &r), 201);
+    th_resp_free(&r);
+    ck_assert_int_eq(create_app_at(port2, "d", 1, NULL, &r), 409);
+    th_resp_free(&r);
+    ck_assert_int_eq(th_daemon_stop(second, SIGTERM, 5000), 0);
+}
+END_TEST
+
+static const char *const work =
+    "\"containers\": [{\"name\": \"work\", \"image\": \"registry.example.net/shop/job:1\","
+    " \"command\": [\"true\"], \"resources\": {\"requests\": {\"cpu\": \"100m\"}}}]";
+
+START_TEST(deleting_a_job_set_or_a_cron_job_frees_quota_at_once) {
+    create_project("{\"name\": \"shop\", \"quotas\": {\"OnDemand\": {\"limits\": "
+                   "{\"pods\": 4}}}}");
+    uint16_t port2;
+    pid_t second = start_replica(&port2, NULL);
+    ck_assert_int_gt(second, 0);
+    th_resp_t r;
+    char *js = fg_xasprintf("{\"name\": \"j1\", \"spec\": {\"completions\": 2, "
+                            "\"parallelism\": 2, %s}}",
+                            work);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/jobsets", dev, js, true, &r), 201);
+    th_resp_free(&r);
+    free(js);
+    ck_assert_int_eq(create_app_at(port2, "a", 2, NULL, &r), 201);
+    th_resp_free(&r);
+    ck_assert_int_eq(create_app_at(port2, "b", 2, NULL, &r), 409);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop/jobsets/j1", dev, NULL, true, &r), 204);
+    th_resp_free(&r);
+    ck_assert_int_eq(create_app_at(port2, "b", 2, NULL, &r), 201);
+    th_resp_free(&r);
+    ck_assert_int_eq(call_at(port2, "DELETE", "/v1/projects/shop/apps/b", dev, NULL, true, &r),
+                     204);
+    th_resp_free(&r);
+
+    /* a cron job's triggered run holds 2 pods; deleting the cron job frees them */
+    char *cj = fg_xasprintf("{\"name\": \"nightly\", \"spec\": {\"schedule\": \"0 3 * * *\", "
+                            "\"jobTemplate\": {\"completions\": 2, \"parallelism\": 2, %s}}}",
+                            work);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/cronjobs", dev, cj, true, &r), 201);
+    th_resp_free(&r);
+    free(cj);
+    ck_assert_int_eq(
+        call("POST", "/v1/projects/shop/cronjobs/nightly:trigger", dev, NULL, true, &r), 201);
+    th_resp_free(&r);
+    ck_assert_int_eq(create_app_at(port2, "b", 2, NULL, &r), 409);
+    th_resp_free(&r);
+    ck_assert_int_eq(call("DELETE", "/v1/projects/shop/cronjobs/nightly", dev, NULL, true, &r),
+                     204);
+    th_resp_free(&r);
+    ck_assert_int_eq(create_app_at(port2, "b", 2, NULL, &r), 201);
+    th_resp_free(&r);
+    ck_assert_int_eq(th_daemon_stop(second, SIGTERM, 5000), 0);
+}
+END_TEST
+
+static Suite *reload_suite(void) {
+    Suite *s = suite_create("reload");
+    TCase *tq = tcase_create("quota");
+    tcase_add_checked_fixture(tq, setup, teardown);
+    tcase_set_timeout(tq, 120);
+    tcase_add_test(tq, delete_frees_quota_at_once_across_replicas);
+    tcase_add_test(tq, deleting_a_job_set_or_a_cron_job_frees_quota_at_once);
+    suite_add_tcase(s, tq);
+    return s;
+}
+
+int main(void) {
+    return tm_run(reload_suite());
+}
