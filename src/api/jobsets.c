@@ -26,8 +26,7 @@
 
 /* The configuration (its sidecar catalogue). */
 static const fg_config_t *cfg_of(fg_req_t *req) {
-    const fg_api_t *api = fg_req_app(req);
-    return api->cfg;
+    return api_live_cfg(req); /* the catalogue as the request found it (SIGHUP may change it) */
 }
 
 /* Answers the job set as the cache shows it, with the write's placement and outcomes. When

@@ -312,6 +312,149 @@ START_TEST(deleting_a_job_set_or_a_cron_job_frees_quota_at_once) {
 }
 END_TEST
 
+/* ---- SIGHUP re-reads the config -------------------------------------------------------------- */
+
+/* How many times needle is in the daemon's log. */
+static int log_count(const char *needle) {
+    char path[200];
+    snprintf(path, sizeof path, "%s/daemon.log", keys.dir);
+    char *text = NULL;
+    size_t len;
+    if (fg_read_file(path, 64u << 20, &text, &len) != FG_OK)
+        return 0;
+    int n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    free(text);
+    return n;
+}
+
+/* Rewrites the config, sends SIGHUP and waits (bounded) for the reload's log line. */
+static void reload_with(const char *text, const char *line) {
+    int before = log_count(line);
+    write_config(text);
+    ck_assert_int_eq(kill(daemon_pid, SIGHUP), 0);
+    for (int i = 0; i < 600 && log_count(line) <= before; i++)
+        sleep_ms(50);
+    ck_assert_msg(log_count(line) > before, "no \"%s\" in the log after SIGHUP", line);
+}
+
+/* The image of the container named name in the app's Deployment in cluster i (owned; NULL). */
+static char *ks_image(int i, const char *app, const char *name) {
+    char path[192];
+    json_t *o = NULL;
+    snprintf(path, sizeof path, "/apis/apps/v1/namespaces/shop/deployments/%s", app);
+    char *img = NULL;
+    if (tk_call(&ks, i, "GET", path, NULL, &o) == 200) {
+        const json_t *cs = json_object_get(
+            json_object_get(json_object_get(json_object_get(o, "spec"), "template"), "spec"),
+            "containers");
+        size_t k;
+        json_t *c;
+        json_array_foreach(cs, k, c) {
+            const char *n = json_string_value(json_object_get(c, "name"));
+            if (n && strcmp(n, name) == 0)
+                img = fg_xstrdup(json_string_value(json_object_get(c, "image")));
+        }
+    }
+    json_decref(o);
+    return img;
+}
+
+/* The one cluster index (0..2) holding the app, or -1. */
+static int holder(const char *app) {
+    for (int i = 0; i < 3; i++) {
+        char *img = ks_image(i, app, "app");
+        free(img);
+        if (img)
+            return i;
+    }
+    return -1;
+}
+
+static const char *const new_sidecars =
+    "[{\"name\": \"envoy\", \"image\": \"envoyproxy/envoy:v1.31\", \"cpu\": \"50m\","
+    " \"memory\": \"64Mi\"}, {\"name\": \"logs\", \"image\": \"fluent/fluent-bit:3.0\"}]";
+
+#define RELOADED "SIGHUP: configuration reloaded"
+#define REFUSED  "SIGHUP: the configuration is not valid, nothing changed"
+
+START_TEST(sighup_applies_the_catalogue_and_refuses_a_bad_file) {
+    create_project("{\"name\": \"shop\", \"quotas\": {\"OnDemand\": {\"limits\": "
+                   "{\"pods\": 40}}}}");
+    th_resp_t r;
+    const char *mesh = ", \"sidecars\": [\"envoy\"]";
+    ck_assert_int_eq(create_app_at(port, "w1", 1, mesh, &r), 201);
+    th_resp_free(&r);
+    int h = holder("w1");
+    ck_assert_int_ge(h, 0);
+    char *img = ks_image(h, "w1", "envoy");
+    ck_assert_str_eq(img, "envoyproxy/envoy:v1.30");
+    free(img);
+
+    /* a new envoy image, and a key that is not live (workers): applied / named */
+    char *cfg = config_text(new_sidecars, "prod");
+    char *more = fg_xasprintf("{\"workers\": 3,%s", cfg + strlen("{\"workers\": 4,"));
+    reload_with(more, RELOADED);
+    free(more);
+    free(cfg);
+    ck_assert_int_ge(log_count("applied: sidecars"), 1);
+    ck_assert_int_ge(log_count("needs a restart (not applied): workers"), 1);
+    ck_assert_int_eq(create_app_at(port, "w2", 1, mesh, &r), 201);
+    th_resp_free(&r);
+    h = holder("w2");
+    ck_assert_int_ge(h, 0);
+    img = ks_image(h, "w2", "envoy");
+    ck_assert_str_eq(img, "envoyproxy/envoy:v1.31");
+    free(img);
+
+    /* a bad file (a sidecar without an image) changes nothing, and the log names the key */
+    cfg = config_text("[{\"name\": \"envoy\"}]", "staging");
+    reload_with(cfg, REFUSED);
+    free(cfg);
+    ck_assert_int_ge(log_count("sidecars[0].image"), 1);
+    ck_assert_int_eq(create_app_at(port, "w3", 1, mesh, &r), 201);
+    th_resp_free(&r);
+    h = holder("w3");
+    ck_assert_int_ge(h, 0);
+    img = ks_image(h, "w3", "envoy");
+    ck_assert_str_eq(img, "envoyproxy/envoy:v1.31");
+    free(img);
+    /* nor did its labels: nothing is labelled env=staging */
+    char *body = app_body("w4", 1,
+                          ", \"placement\": {\"clusterSelector\": {\"matchLabels\": "
+                          "{\"env\": \"staging\"}}}");
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps?dryRun=true", dev, body, true, &r), 409);
+    th_resp_free(&r);
+
+    /* a label change is live: placement admits c2 for env=staging (the registry is re-read) */
+    cfg = config_text(new_sidecars, "staging");
+    reload_with(cfg, RELOADED);
+    free(cfg);
+    ck_assert_int_ge(log_count("applied: clusters[c2].labels"), 1);
+    long s = 0;
+    for (int i = 0; i < 300; i++) {
+        s = call("POST", "/v1/projects/shop/apps?dryRun=true", dev, body, true, &r);
+        th_resp_free(&r);
+        if (s == 200)
+            break;
+        sleep_ms(50);
+    }
+    ck_assert_int_eq(s, 200);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, true, &r), 201);
+    th_resp_free(&r);
+    ck_assert_int_eq(holder("w4"), 2);
+    free(body);
+    /* a sidecar gone from the catalogue is refused for new uses with the 422 */
+    cfg = config_text("[{\"name\": \"logs\", \"image\": \"fluent/fluent-bit:3.0\"}]", "staging");
+    reload_with(cfg, RELOADED);
+    free(cfg);
+    ck_assert_int_eq(create_app_at(port, "w5", 1, mesh, &r), 422);
+    ck_assert_msg(strstr(r.body, "/spec/sidecars/0") != NULL, "%s", r.body);
+    th_resp_free(&r);
+}
+END_TEST
+
 static Suite *reload_suite(void) {
     Suite *s = suite_create("reload");
     TCase *tq = tcase_create("quota");
@@ -320,6 +463,11 @@ static Suite *reload_suite(void) {
     tcase_add_test(tq, delete_frees_quota_at_once_across_replicas);
     tcase_add_test(tq, deleting_a_job_set_or_a_cron_job_frees_quota_at_once);
     suite_add_tcase(s, tq);
+    TCase *th = tcase_create("sighup");
+    tcase_add_checked_fixture(th, setup, teardown);
+    tcase_set_timeout(th, 120);
+    tcase_add_test(th, sighup_applies_the_catalogue_and_refuses_a_bad_file);
+    suite_add_tcase(s, th);
     return s;
 }
 
