@@ -266,6 +266,13 @@ typedef struct {
     bool metrics_public;
 } fg_auth_conf_t;
 
+/* reconciler: how fast it rolls apps to a changed sidecar catalogue or moves them off clusters
+ * whose labels or zone no longer admit them (README.md "Reloading the config"). */
+typedef struct {
+    int64_t rollout_max_apps;   /* apps rewritten at most in each window */
+    int64_t rollout_interval_s; /* the window */
+} fg_reconciler_conf_t;
+
 /* streams: long-lived log and exec streams (README.md "Debugging: pod logs and exec"). */
 typedef struct {
     int64_t buffer_kib;          /* per log stream, between the cluster and the client */
@@ -354,6 +361,7 @@ typedef struct {
     char **cors_allowed_origins;
     size_t ncors_allowed_origins;
     int64_t cors_max_age_s;
+    fg_reconciler_conf_t reconciler;
 } fg_config_t;
 
 /* The catalogue entry of a sidecar by name, or NULL. */

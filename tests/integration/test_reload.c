@@ -77,8 +77,9 @@ static long call(const char *method, const char *path, const char *tok, const ch
     return call_at(port, method, path, tok, body, check, r);
 }
 
-/* The config as JSON text with the sidecar catalogue and c2's labels given (owned). */
-static char *config_text(const char *sidecars, const char *c2_label) {
+/* The config as JSON text with the sidecar catalogue and c1's and c2's env labels given
+ * (owned). The reconciler rolls at most 2 apps in any 3 s. */
+static char *config_text3(const char *sidecars, const char *c1_label, const char *c2_label) {
     char cl[3][512];
     static const char *const zones[] = {"zone-a", "zone-a", "zone-b"};
     for (int i = 0; i < 3; i++)
@@ -87,7 +88,7 @@ static char *config_text(const char *sidecars, const char *c2_label) {
                  " \"token_file\": \"%s\", \"ca_file\": \"%s\", \"labels\": [\"env=%s\"]}",
                  i, zones[i], tk_url(&ks, i), ks.token_file, ks.ca_file,
                  i == 2   ? c2_label
-                 : i == 1 ? "dev"
+                 : i == 1 ? c1_label
                           : "prod");
     return fg_xasprintf(
         "{\"workers\": 4, \"redis\": {\"url\": \"%s\"},"
@@ -98,8 +99,13 @@ static char *config_text(const char *sidecars, const char *c2_label) {
         "  \"keys\": [{\"kid\": \"rsa1\", \"pem_file\": \"%s\", \"algs\": [\"RS256\"]}],"
         "  \"audit_log\": \"%s/audit.log\"},"
         " \"rate_limits\": {\"enabled\": false},"
+        " \"reconciler\": {\"rollout_max_apps\": 2, \"rollout_interval_s\": 3},"
         " \"sidecars\": %s}",
         redis.url, cl[0], cl[1], cl[2], keys.rsa_pub, keys.dir, sidecars);
+}
+
+static char *config_text(const char *sidecars, const char *c2_label) {
+    return config_text3(sidecars, "dev", c2_label);
 }
 
 static void write_config(const char *text) {
@@ -178,6 +184,12 @@ static void teardown(void) {
     if (f) {
         text[fread(text, 1, sizeof text - 1, f)] = '\0';
         fclose(f);
+    }
+    if (getenv("FG_TEST_KEEP_LOG")) { /* for a person looking into a failure */
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "cat %s/daemon.log >> %s", keys.dir, getenv("FG_TEST_KEEP_LOG"));
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not keep the log\n");
     }
     tk_stop(&ks);
     tr_redis_stop(&redis);
@@ -455,6 +467,180 @@ START_TEST(sighup_applies_the_catalogue_and_refuses_a_bad_file) {
 }
 END_TEST
 
+/* ---- the reconciler rolls a changed catalogue, and moves apps a label change refuses ----------
+ */
+
+/* The app's Deployment (a new reference) in the first cluster holding it, or NULL; *at its
+ * index. */
+static json_t *ks_deployment(const char *app, int *at) {
+    char path[192];
+    snprintf(path, sizeof path, "/apis/apps/v1/namespaces/shop/deployments/%s", app);
+    for (int i = 0; i < 3; i++) {
+        json_t *o = NULL;
+        if (tk_call(&ks, i, "GET", path, NULL, &o) == 200) {
+            if (at)
+                *at = i;
+            return o;
+        }
+        json_decref(o);
+    }
+    return NULL;
+}
+
+static const char *meta_str(const json_t *o, const char *member, const char *key) {
+    const json_t *m = json_object_get(json_object_get(o, "metadata"), member);
+    return json_string_value(key ? json_object_get(m, key) : m);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+START_TEST(catalogue_change_rolls_the_apps_using_it_at_a_bounded_rate) {
+    create_project("{\"name\": \"shop\", \"quotas\": {\"OnDemand\": {\"limits\": "
+                   "{\"pods\": 40}}}}");
+    th_resp_t r;
+    enum { N = 5 };
+    char name[N][16];
+    for (int i = 0; i < N; i++) {
+        snprintf(name[i], sizeof name[i], "m%d", i);
+        ck_assert_int_eq(create_app_at(port, name[i], 1, ", \"sidecars\": [\"envoy\"]", &r), 201);
+        th_resp_free(&r);
+    }
+    ck_assert_int_eq(create_app_at(port, "plain", 1, NULL, &r), 201);
+    th_resp_free(&r);
+    ck_assert_int_eq(create_app_at(port, "lg", 1, ", \"sidecars\": [\"logs\"]", &r), 201);
+    th_resp_free(&r);
+    char rv_plain[32], rv_lg[32];
+    json_t *d = ks_deployment("plain", NULL);
+    ck_assert_ptr_nonnull(d);
+    snprintf(rv_plain, sizeof rv_plain, "%s", meta_str(d, "resourceVersion", NULL));
+    json_decref(d);
+    d = ks_deployment("lg", NULL);
+    ck_assert_ptr_nonnull(d);
+    snprintf(rv_lg, sizeof rv_lg, "%s", meta_str(d, "resourceVersion", NULL));
+    json_decref(d);
+
+    char *cfg = config_text(new_sidecars, "prod");
+    reload_with(cfg, RELOADED);
+    free(cfg);
+    /* every app using envoy rolls: its Deployment carries the new image */
+    int rolled = 0;
+    for (int t = 0; t < 1200 && rolled < N; t++) {
+        rolled = 0;
+        for (int i = 0; i < N; i++) {
+            int h = -1;
+            json_t *o = ks_deployment(name[i], &h);
+            char *img = h >= 0 ? ks_image(h, name[i], "envoy") : NULL;
+            rolled += img && strcmp(img, "envoyproxy/envoy:v1.31") == 0;
+            free(img);
+            json_decref(o);
+        }
+        if (rolled < N)
+            sleep_ms(100);
+    }
+    if (rolled < N) { /* what the daemon said, for the failure */
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "grep -v '\"access\"' %s/daemon.log | tail -40 >&2", keys.dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "no log\n");
+    }
+    ck_assert_int_eq(rolled, N);
+    /* never more than 2 in any 3 s, by the writes' own record (fleetgate.io/spec-at), and each
+     * one is the reconciler's */
+    int64_t at[N];
+    for (int i = 0; i < N; i++) {
+        json_t *o = ks_deployment(name[i], NULL);
+        ck_assert_ptr_nonnull(o);
+        ck_assert_str_eq(meta_str(o, "annotations", "fleetgate.io/requested-by"),
+                         "fleetgate-reconciler");
+        const char *s = meta_str(o, "annotations", "fleetgate.io/spec-at");
+        ck_assert_ptr_nonnull(s);
+        at[i] = strtoll(s, NULL, 10);
+        json_decref(o);
+    }
+    qsort(at, N, sizeof at[0], cmp_i64);
+    for (int i = 0; i + 2 < N; i++)
+        ck_assert_msg(at[i + 2] - at[i] >= 3000, "3 rolls within %lld ms",
+                      (long long)(at[i + 2] - at[i]));
+    /* the apps not using envoy were not written */
+    d = ks_deployment("plain", NULL);
+    ck_assert_str_eq(meta_str(d, "resourceVersion", NULL), rv_plain);
+    json_decref(d);
+    d = ks_deployment("lg", NULL);
+    ck_assert_str_eq(meta_str(d, "resourceVersion", NULL), rv_lg);
+    json_decref(d);
+    ck_assert_int_ge(log_count("rolled to the changed sidecar catalogue"), N);
+
+    /* envoy removed from the catalogue: the apps keep running it, and it is said */
+    cfg = config_text("[{\"name\": \"logs\", \"image\": \"fluent/fluent-bit:3.0\"}]", "prod");
+    reload_with(cfg, RELOADED);
+    free(cfg);
+    for (int t = 0; t < 600 && log_count("which the catalogue no longer holds") < N; t++)
+        sleep_ms(100);
+    ck_assert_int_eq(log_count("which the catalogue no longer holds"), N);
+    for (int i = 0; i < N; i++) {
+        int h = -1;
+        json_t *o = ks_deployment(name[i], &h);
+        char *img = ks_image(h, name[i], "envoy");
+        ck_assert_str_eq(img, "envoyproxy/envoy:v1.31");
+        free(img);
+        json_decref(o);
+    }
+}
+END_TEST
+
+START_TEST(label_change_moves_the_apps_it_refuses) {
+    create_project("{\"name\": \"shop\", \"quotas\": {\"OnDemand\": {\"limits\": "
+                   "{\"pods\": 40}}}}");
+    th_resp_t r;
+    const char *dev_only = ", \"placement\": {\"clusterSelector\": {\"matchLabels\": "
+                           "{\"env\": \"dev\"}}}";
+    ck_assert_int_eq(create_app_at(port, "sel", 2, dev_only, &r), 201);
+    th_resp_free(&r);
+    ck_assert_int_eq(create_app_at(port, "free", 2, NULL, &r), 201);
+    th_resp_free(&r);
+    ck_assert_int_eq(holder("sel"), 1);
+    json_t *o = ks_deployment("free", NULL);
+    char rv_free[32];
+    snprintf(rv_free, sizeof rv_free, "%s", meta_str(o, "resourceVersion", NULL));
+    json_decref(o);
+    /* c1 is prod now, c2 dev: the app moves to c2 */
+    char *cfg = config_text3(default_sidecars, "prod", "dev");
+    reload_with(cfg, RELOADED);
+    free(cfg);
+    ck_assert_int_ge(log_count("clusters[c1].labels"), 1);
+    bool moved = false;
+    for (int t = 0; t < 600 && !moved; t++) {
+        json_t *in2 = NULL, *in1 = NULL;
+        long s2 =
+            tk_call(&ks, 2, "GET", "/apis/apps/v1/namespaces/shop/deployments/sel", NULL, &in2);
+        long s1 =
+            tk_call(&ks, 1, "GET", "/apis/apps/v1/namespaces/shop/deployments/sel", NULL, &in1);
+        moved = s2 == 200 && s1 == 404;
+        json_decref(in1);
+        json_decref(in2);
+        if (!moved)
+            sleep_ms(100);
+    }
+    ck_assert(moved);
+    int h = -1;
+    o = ks_deployment("sel", &h);
+    ck_assert_int_eq(h, 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(o, "spec"), "replicas")),
+                     2);
+    ck_assert_str_eq(meta_str(o, "annotations", "fleetgate.io/requested-by"),
+                     "fleetgate-reconciler");
+    json_decref(o);
+    ck_assert_int_ge(log_count("reconciler: app shop/sel: moved by"), 1);
+    /* an app its placement still admits where it runs is not written */
+    o = ks_deployment("free", NULL);
+    ck_assert_str_eq(meta_str(o, "resourceVersion", NULL), rv_free);
+    json_decref(o);
+}
+END_TEST
+
 static Suite *reload_suite(void) {
     Suite *s = suite_create("reload");
     TCase *tq = tcase_create("quota");
@@ -468,6 +654,12 @@ static Suite *reload_suite(void) {
     tcase_set_timeout(th, 120);
     tcase_add_test(th, sighup_applies_the_catalogue_and_refuses_a_bad_file);
     suite_add_tcase(s, th);
+    TCase *tr = tcase_create("reconciler");
+    tcase_add_checked_fixture(tr, setup, teardown);
+    tcase_set_timeout(tr, 240);
+    tcase_add_test(tr, catalogue_change_rolls_the_apps_using_it_at_a_bounded_rate);
+    tcase_add_test(tr, label_change_moves_the_apps_it_refuses);
+    suite_add_tcase(s, tr);
     return s;
 }
 
