@@ -12,7 +12,10 @@
 --       tier from the cache on every write cost more than the write; a kept usage is at most
 --       that old, and an app written in that time is counted by its reservation anyway.
 -- An app is counted once: by its live reservation when it has one (a write in flight, or one
--- that landed less than ttl ago), else by what the cache shows of it.
+-- that landed less than ttl ago), else by what the cache shows of it. A field "!app" (written by
+-- quota_forget.lua when the app was deleted, "0,0,0,expiresMs") says the app is gone: what the
+-- cache or a kept usage still shows of it is not counted until it expires or the app is
+-- reserved again.
 -- Returns {1} when reserved (the reservation replaces the app's previous one), or
 -- {0, resource (1 cpu, 2 memory, 3 pods), would-be usage, limit} when the quota would be passed.
 local now, ttl, me = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
@@ -27,13 +30,15 @@ if seen == nil then
 elseif tonumber(ARGV[12] or '0') > 0 then
   redis.call('SET', KEYS[2], seen, 'PX', ARGV[12])
 end
-local used, held = {0, 0, 0}, {}
+local used, held, gone = {0, 0, 0}, {}, {}
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   local name, v = all[i], all[i + 1]
   local c, m, p, exp = string.match(v, '^(%d+),(%d+),(%d+),(%d+)$')
   if c == nil or tonumber(exp) <= now then
     redis.call('HDEL', KEYS[1], name)
+  elseif string.sub(name, 1, 1) == '!' then
+    gone[string.sub(name, 2)] = true
   elseif name ~= me then
     held[name] = true
     used[1], used[2], used[3] = used[1] + tonumber(c), used[2] + tonumber(m), used[3] + tonumber(p)
@@ -41,7 +46,7 @@ for i = 1, #all, 2 do
 end
 for _, list in ipairs({ARGV[10] or '', seen}) do
   for name, c, m, p in string.gmatch(list, '([^,;]+),(%d+),(%d+),(%d+)') do
-    if name ~= me and not held[name] then
+    if name ~= me and not held[name] and not gone[name] then
       used[1], used[2], used[3] = used[1] + tonumber(c), used[2] + tonumber(m), used[3] + tonumber(p)
     end
   end
@@ -51,6 +56,7 @@ for r = 1, 3 do
     return {0, r, used[r] + want[r], lim[r]}
   end
 end
+redis.call('HDEL', KEYS[1], '!' .. me)
 redis.call('HSET', KEYS[1], me, string.format('%d,%d,%d,%d', want[1], want[2], want[3], now + ttl))
 redis.call('PEXPIRE', KEYS[1], ttl * 2)
 return {1}

@@ -4,7 +4,9 @@
  * handler runs in async-signal context. SIGTERM or SIGINT starts a drain: stop accepting, let
  * admitted requests finish within limits.drain_timeout_s, answer newcomers 503, exit 0. A second
  * one exits at once (status 1). SIGHUP re-reads the verification keys (PEM and JWKS) and reopens
- * the audit log; requests in flight finish with the keys they started with.
+ * the audit log, and re-reads the configuration file: its live parts (the sidecar catalogue, the
+ * clusters' labels and zones) are applied, the rest needs a restart (core/live.c); requests in
+ * flight finish with the keys and the configuration snapshot they started with.
  */
 #include "fleetgate/api.h"
 #include "fleetgate/stream.h"
@@ -142,7 +144,34 @@ static int check_keys(const fg_config_t *cfg, const char *path) {
     return rc == FG_OK ? 0 : EXIT_USAGE;
 }
 
+/* SIGHUP's configuration part: the file is read and validated whole (core/live.c); the live
+ * parts are applied, the rest is named as needing a restart. */
+static void reload_config(void) {
+    fg_buf_t errs, applied, restart;
+    fg_buf_init(&errs, 1 << 16);
+    fg_buf_init(&applied, 1 << 14);
+    fg_buf_init(&restart, 1 << 14);
+    if (fg_live_reload(&errs, &applied, &restart) != FG_OK) {
+        /* one line: the problems, each "PATH: KEY: what is wrong" */
+        for (size_t i = 0; errs.data && i + 1 < errs.len; i++)
+            if (errs.data[i] == '\n')
+                errs.data[i] = ';';
+        fg_log(FG_LOG_ERROR, NULL, "SIGHUP: the configuration is not valid, nothing changed: %s",
+               errs.data ? errs.data : "?");
+    } else {
+        fg_log(FG_LOG_INFO, NULL, "SIGHUP: configuration reloaded, applied: %s",
+               applied.len ? applied.data : "nothing changed");
+        if (restart.len)
+            fg_log(FG_LOG_WARN, NULL, "SIGHUP: changed, needs a restart (not applied): %s",
+                   restart.data);
+    }
+    fg_buf_free(&errs);
+    fg_buf_free(&applied);
+    fg_buf_free(&restart);
+}
+
 static void reload(fg_auth_t *auth) {
+    reload_config();
     fg_buf_t errs;
     fg_buf_init(&errs, 1 << 16);
     if (fg_auth_reload(auth, &errs) == FG_OK)
@@ -226,6 +255,14 @@ int main(int argc, char **argv) {
     fg_log_level_t level;
     if (fg_log_level_parse(cfg->log_level, &level) == FG_OK)
         fg_log_set_level(level);
+    {
+        fg_buf_t lerrs;
+        fg_buf_init(&lerrs, 1 << 16);
+        if (fg_live_start(a.config_path, cfg, &lerrs) != FG_OK)
+            fg_log(FG_LOG_WARN, NULL, "SIGHUP will not re-read the configuration: %s",
+                   lerrs.data ? lerrs.data : "?");
+        fg_buf_free(&lerrs);
+    }
 
     /* Block the signals before any thread starts, so every thread inherits the mask. */
     sigset_t sigs;
@@ -329,6 +366,7 @@ out:
     free(tls_cert);
     wipe_free(tls_key);
     fg_api_free(api);
+    fg_live_stop(); /* after every user of a snapshot; the first borrows cfg */
     fg_config_free(cfg);
     fg_metrics_reset();
     if (status == 0)

@@ -266,6 +266,13 @@ typedef struct {
     bool metrics_public;
 } fg_auth_conf_t;
 
+/* reconciler: how fast it rolls apps to a changed sidecar catalogue or moves them off clusters
+ * whose labels or zone no longer admit them (README.md "Reloading the config"). */
+typedef struct {
+    int64_t rollout_max_apps;   /* apps rewritten at most in each window */
+    int64_t rollout_interval_s; /* the window */
+} fg_reconciler_conf_t;
+
 /* streams: long-lived log and exec streams (README.md "Debugging: pod logs and exec"). */
 typedef struct {
     int64_t buffer_kib;          /* per log stream, between the cluster and the client */
@@ -354,6 +361,7 @@ typedef struct {
     char **cors_allowed_origins;
     size_t ncors_allowed_origins;
     int64_t cors_max_age_s;
+    fg_reconciler_conf_t reconciler;
 } fg_config_t;
 
 /* The catalogue entry of a sidecar by name, or NULL. */
@@ -367,6 +375,29 @@ int fg_config_load(const char *path, fg_config_t **out, fg_buf_t *errs);
 int fg_config_load_text(const char *origin, const char *text, size_t len, fg_config_t **out,
                         fg_buf_t *errs);
 void fg_config_free(fg_config_t *c);
+
+/* ---- the live configuration: what SIGHUP changes (core/live.c) ---------------------------
+ * A snapshot is a whole configuration: the running one with the file's sidecar catalogue and
+ * its clusters' labels and zones put in. Reference counted and swapped at once, so a request
+ * keeps the snapshot it took. Everything else in the file needs a restart. */
+typedef struct fg_live fg_live_t;
+/* The first snapshot borrows boot (which must outlive fg_live_stop); path is read on reloads.
+ * FG_OK, or FG_EINVAL (errs said why). */
+int fg_live_start(const char *path, const fg_config_t *boot, fg_buf_t *errs);
+void fg_live_stop(void);
+/* The current snapshot (a reference: fg_live_release it), NULL before fg_live_start. */
+fg_live_t *fg_live_acquire(void);
+void fg_live_release(fg_live_t *l);
+const fg_config_t *fg_live_config(const fg_live_t *l);
+/* 1 for the start's, then one more each time a reload changed something (0 for NULL). */
+uint64_t fg_live_generation(const fg_live_t *l);
+/* The snapshot's cluster of that name, or NULL. */
+const fg_cluster_conf_t *fg_live_cluster(const fg_live_t *l, const char *name);
+/* Reads the file again and validates it whole. FG_EINVAL with errs (one problem a line, naming
+ * the key) when it is bad: nothing changes. FG_OK otherwise: the live parts that changed are
+ * applied (named in applied, "sidecars, clusters[c2].labels"; empty: none changed) and the keys
+ * that differ but need a restart are named in restart (not applied). */
+int fg_live_reload(fg_buf_t *errs, fg_buf_t *applied, fg_buf_t *restart);
 
 /* ---- small file helpers ------------------------------------------------ */
 

@@ -212,6 +212,10 @@ void *fg_req_gate_ctx(const fg_req_t *req);
 void fg_req_set_principal(fg_req_t *req, const char *name, void *state, void (*free_fn)(void *));
 const char *fg_req_principal_name(const fg_req_t *req); /* NULL when anonymous */
 void *fg_req_gate_state(const fg_req_t *req);           /* NULL when the gate set none */
+/* The application's per-request object (e.g. the configuration snapshot the request started
+ * with), opaque to http/, freed with free_fn when the request is done. */
+void fg_req_set_app_state(fg_req_t *req, void *state, void (*free_fn)(void *));
+void *fg_req_app_state(const fg_req_t *req); /* NULL when none was set */
 
 /* ---- replies: exactly one per request ---------------------------------- */
 

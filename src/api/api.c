@@ -86,3 +86,19 @@ void fg_api_free(fg_api_t *api) {
 void fg_api_set_streams(fg_api_t *api, struct fg_streams *streams) {
     api->streams = streams;
 }
+
+static void live_release(void *l) {
+    fg_live_release(l);
+}
+
+const fg_config_t *api_live_cfg(fg_req_t *req) {
+    const fg_api_t *api = fg_req_app(req);
+    fg_live_t *l = fg_req_app_state(req);
+    if (l == NULL) {
+        l = fg_live_acquire();
+        if (l == NULL)
+            return api->cfg;
+        fg_req_set_app_state(req, l, live_release);
+    }
+    return fg_live_config(l);
+}

@@ -26,6 +26,11 @@ struct fg_api {
     struct fg_streams *streams;           /* the stream loop (logs, exec); borrowed; NULL: none */
 };
 
+/* The configuration a write uses for its live parts (the sidecar catalogue): the snapshot the
+ * request took on its first call (core/live.c), kept until it ends so one request sees one
+ * catalogue; api->cfg when no snapshot was ever published (tests without main). */
+const fg_config_t *api_live_cfg(fg_req_t *req);
+
 /* The readiness checks, in the order /readyz reports them. */
 extern const ready_check_t fg_api_ready_checks[];
 extern const size_t fg_api_nready_checks;

@@ -24,8 +24,7 @@
 
 /* The configuration (the sidecar catalogue). */
 static const fg_config_t *cfg_of(fg_req_t *req) {
-    const fg_api_t *api = fg_req_app(req);
-    return api->cfg;
+    return api_live_cfg(req); /* the catalogue as the request found it (SIGHUP may change it) */
 }
 
 /* ---- reading what is there ------------------------------------------------------------- */
@@ -114,7 +113,9 @@ static bool tier_usage(fg_api_t *api, const char *rid, const char *project, cons
             json_t *a = rd_parse_object(fg_redis_reply_at(h, j), rid);
             const char *name = rd_str(a, "name"),
                        *t = rd_str(json_object_get(a, "labels"), AS_TIER_LABEL);
-            if (a && name && strcmp(t ? t : "OnDemand", tier) == 0) {
+            /* an app whose delete began only ever goes (the reconciler finishes it): free */
+            bool going = rd_str(json_object_get(a, "labels"), AS_DELETING_LABEL) != NULL;
+            if (a && name && !going && strcmp(t ? t : "OnDemand", tier) == 0) {
                 int64_t d[3];
                 demand(json_object_get(a, "containers"),
                        rd_int(json_object_get(a, "replicas"), "desired", 1), d);
@@ -253,6 +254,21 @@ static bool quota_with_or_reply(fg_req_t *req, const json_t *project, const json
 void quota_release(fg_req_t *req, const char *project, const json_t *spec, const char *app) {
     fg_api_t *api = fg_req_app(req);
     fg_cache_quota_release(api->redis, project, as_tier(spec), app);
+}
+
+void quota_forget(fg_req_t *req, const char *project, const char *tier, const char *name,
+                  const fg_fed_outcome_t *o, size_t n) {
+    size_t applied = 0;
+    for (size_t i = 0; i < n; i++)
+        applied += o[i].outcome == FG_FED_APPLIED;
+    if (applied == 0)
+        return; /* failed everywhere: nothing went, nothing is freed */
+    fg_api_t *api = fg_req_app(req);
+    if (fg_cache_quota_forget(api->redis, project, tier ? tier : "OnDemand", name, QUOTA_TTL_MS) !=
+        FG_OK)
+        FG_LOG(FG_LOG_WARN, fg_req_id(req),
+               "the quota of %s/%s is freed only when the cache shows the delete: redis refused",
+               project, name);
 }
 
 /* Places replicas of spec over every cluster, or only over those marked in only (placement
@@ -609,6 +625,14 @@ static int apply_and_reply(fg_req_t *req, app_t *a, fg_fed_write_t *w, size_t n,
     return rc;
 }
 
+/* The tier the cache shows the app in (NULL: the label is missing, OnDemand). */
+static const char *app_tier(const app_t *a) {
+    for (size_t i = 0; i < a->c.nparts; i++)
+        if (a->objs[i] && rd_str(json_object_get(a->objs[i], "labels"), AS_TIER_LABEL))
+            return rd_str(json_object_get(a->objs[i], "labels"), AS_TIER_LABEL);
+    return NULL;
+}
+
 int fg_api_delete_app(fg_req_t *req) {
     app_t a;
     if (!app_or_reply(req, &a))
@@ -629,7 +653,10 @@ int fg_api_delete_app(fg_req_t *req) {
         wr_audit_or_reply(req, "delete the app's Deployments") && wr_fanout_or_reply(req, w, n, o);
     fg_fed_outcomes_clear(o, n);
     app_writes(&a, FG_KUBE_DELETE, NULL, w);
-    if (marked && wr_fanout_or_reply(req, w, n, o)) {
+    bool deleted = marked && wr_fanout_or_reply(req, w, n, o);
+    if (marked)
+        quota_forget(req, a.project, app_tier(&a), a.name, o, n);
+    if (deleted) {
         wr_wait_applied(req, w, o, n, "app", DEPLOYMENTS, a.project, a.name, true);
         rc = fg_reply_static(req, 204, "application/json", "", 0);
     }

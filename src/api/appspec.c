@@ -402,10 +402,14 @@ json_t *as_deployment(const json_t *app, const char *project, int64_t replicas, 
         labels, "annotations", annotations, "spec", "replicas", (json_int_t)replicas, "selector",
         "matchLabels", AS_NAME_LABEL, name, "template", "metadata", "labels", AS_NAME_LABEL, name,
         AS_TIER_LABEL, tier, "spec", pod);
-    if (names[0])
+    if (names[0]) {
         json_object_set_new(
             json_object_get(json_object_get(json_object_get(d, "spec"), "template"), "metadata"),
             "annotations", json_pack("{s:s}", "fleetgate.io/sidecars", names));
+        char digest[17];
+        as_sidecars_digest(spec, cfg, digest);
+        json_object_set_new(labels, AS_SIDECARS_LABEL, json_string(digest));
+    }
     const json_t *ro = json_object_get(spec, "rollout");
     if (ro)
         json_object_set_new(json_object_get(d, "spec"), "strategy",
@@ -414,6 +418,30 @@ json_t *as_deployment(const json_t *app, const char *project, int64_t replicas, 
 }
 
 /* ---- what the reconciler compares --------------------------------------------------------- */
+
+void as_sidecars_digest(const json_t *spec, const fg_config_t *cfg, char out[17]) {
+    out[0] = '\0';
+    json_t *sc = as_sidecar_containers(spec, cfg);
+    if (json_array_size(json_object_get(spec, "sidecars")) > 0) {
+        char *t = json_dumps(sc, JSON_COMPACT | JSON_SORT_KEYS);
+        if (t == NULL)
+            abort(); /* out of memory */
+        snprintf(out, 17, "%016llx", (unsigned long long)fg_hash64(t, strlen(t), 0x51dec));
+        free(t);
+    }
+    json_decref(sc);
+}
+
+const char *as_sidecar_missing(const json_t *spec, const fg_config_t *cfg) {
+    const json_t *n;
+    size_t i;
+    json_array_foreach(json_object_get(spec, "sidecars"), i, n) {
+        const char *name = json_string_value(n);
+        if (name && (cfg == NULL || fg_config_sidecar(cfg, name) == NULL))
+            return name;
+    }
+    return NULL;
+}
 
 static char *shards_text(const json_t *shards) {
     char *t = json_dumps(shards, JSON_COMPACT | JSON_SORT_KEYS);

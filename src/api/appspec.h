@@ -58,6 +58,14 @@ json_t *as_deployment(const json_t *app, const char *project, int64_t replicas, 
 #define AS_SPEC_AT_ANN    "fleetgate.io/spec-at" /* Unix ms of the last write (user or reconciler) */
 #define AS_DELETING_LABEL "fleetgate.io/deleting" /* "true": a delete began */
 #define AS_STOPPED_LABEL  "fleetgate.io/stopped"  /* "true" between stop and resume */
+/* The label of each Deployment whose pods get sidecars: a digest of the catalogue definitions
+ * injected (as_sidecars_digest), so the reconciler finds the apps a changed catalogue concerns. */
+#define AS_SIDECARS_LABEL "fleetgate.io/sidecars-digest"
+/* The digest (16 hex digits) of the sidecars spec names as cfg's catalogue defines them; "" when
+ * it names none. */
+void as_sidecars_digest(const json_t *spec, const fg_config_t *cfg, char out[17]);
+/* The first sidecar spec names that cfg's catalogue no longer holds, or NULL. */
+const char *as_sidecar_missing(const json_t *spec, const fg_config_t *cfg);
 void as_mark(json_t *metadata, const json_t *shards, const char *cluster);
 /* The fleetgate.io/write label of a spec (its annotation text) and shards. */
 void as_write_hash(const char *spec_text, const json_t *shards, char out[17]);

@@ -29,8 +29,7 @@
 
 /* The configuration (its sidecar catalogue). */
 static const fg_config_t *cfg_of(fg_req_t *req) {
-    const fg_api_t *api = fg_req_app(req);
-    return api->cfg;
+    return api_live_cfg(req); /* the catalogue as the request found it (SIGHUP may change it) */
 }
 /* ---- reading what is there ------------------------------------------------------------- */
 
@@ -395,7 +394,10 @@ int fg_api_delete_cronjob(fg_req_t *req) {
     fg_fed_outcomes_clear(o, n);
     json_decref(mark);
     n = marked ? cron_writes(&j, FG_KUBE_DELETE, path, NULL, w) : 0;
-    if (marked && wr_fanout_or_reply(req, w, n, o)) {
+    bool deleted = marked && wr_fanout_or_reply(req, w, n, o);
+    if (marked) /* its runs go with it (propagation): their quota is free now */
+        js_forget_cron_runs(req, j.project, j.name, o, n);
+    if (deleted) {
         wr_wait_applied(req, w, o, n, "cronjob", CRONJOBS, j.project, j.name, true);
         rc = fg_reply_static(req, 204, "application/json", "", 0);
     }

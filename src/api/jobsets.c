@@ -26,8 +26,7 @@
 
 /* The configuration (its sidecar catalogue). */
 static const fg_config_t *cfg_of(fg_req_t *req) {
-    const fg_api_t *api = fg_req_app(req);
-    return api->cfg;
+    return api_live_cfg(req); /* the catalogue as the request found it (SIGHUP may change it) */
 }
 
 /* Answers the job set as the cache shows it, with the write's placement and outcomes. When
@@ -273,14 +272,16 @@ int fg_api_delete_jobset(fg_req_t *req) {
     size_t n = jobset_writes(&j, FG_KUBE_DELETE, path, NULL, w);
     int rc = FG_OK;
     memset(o, 0, sizeof o);
-    if (wr_audit_or_reply(req, "delete the job set's Jobs and their pods") &&
-        wr_fanout_or_reply(req, w, n, o)) {
-        wr_wait_applied(req, w, o, n, "jobset", JOBS, j.project, j.name, true);
+    if (wr_audit_or_reply(req, "delete the job set's Jobs and their pods")) {
+        bool deleted = wr_fanout_or_reply(req, w, n, o);
         json_t *spec = cached_spec(&j);
         JS_QUOTA_NAME(qname, j.name);
-        quota_release(req, j.project, spec, qname);
+        quota_forget(req, j.project, as_tier(spec), qname, o, n);
         json_decref(spec);
-        rc = fg_reply_static(req, 204, "application/json", "", 0);
+        if (deleted) {
+            wr_wait_applied(req, w, o, n, "jobset", JOBS, j.project, j.name, true);
+            rc = fg_reply_static(req, 204, "application/json", "", 0);
+        }
     }
     fg_fed_outcomes_clear(o, n);
     rd_objs_free(j.objs, j.c.nparts);
@@ -415,4 +416,39 @@ void js_tier_usage_read(fg_api_t *api, const char *rid, const char *tier, const 
             json_decref(o);
         }
     }
+}
+
+void js_forget_cron_runs(fg_req_t *req, const char *project, const char *cron,
+                         const fg_fed_outcome_t *o, size_t n) {
+    fg_api_t *api = fg_req_app(req);
+    fg_redis_batch_t *b = fg_redis_batch_new();
+    fg_cache_key_t k;
+    char why[256];
+    for (size_t i = 0; i < api->cfg->nclusters; i++)
+        fg_redis_batch_addv(b, "HGETALL",
+                            fg_cache_key_objects(&k, "jobset", api->cfg->clusters[i].name, project),
+                            NULL);
+    bool ok = fg_redis_batch_run(api->redis, b, why, sizeof why) == FG_OK;
+    json_t *seen = json_object(); /* a run held by several clusters is forgotten once */
+    for (size_t i = 0; ok && i < api->cfg->nclusters; i++) {
+        const fg_redis_reply_t *h = fg_redis_batch_reply(b, i);
+        for (size_t j = 1; j < fg_redis_reply_len(h); j += 2) {
+            json_t *js = rd_parse_object(fg_redis_reply_at(h, j), fg_req_id(req));
+            const json_t *labels = json_object_get(js, "labels");
+            const char *name = rd_str(js, "name"), *of = rd_str(labels, CJ_LABEL);
+            char qname[128];
+            if (name && of && strcmp(of, cron) == 0 && json_object_get(seen, name) == NULL) {
+                json_object_set_new(seen, name, json_true());
+                JS_QUOTA_NAME(qname, name);
+                quota_forget(req, project, rd_str(labels, AS_TIER_LABEL), qname, o, n);
+            }
+            json_decref(js);
+        }
+    }
+    if (!ok)
+        FG_LOG(FG_LOG_WARN, fg_req_id(req),
+               "the runs of cron job %s/%s free their quota when the cache shows them gone: %s",
+               project, cron, why);
+    json_decref(seen);
+    fg_redis_batch_free(b);
 }

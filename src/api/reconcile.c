@@ -31,6 +31,11 @@
  * CronJob missing, left over or edited by hand are repaired from their recorded spec and
  * placement, and a cron job delete that did not finish is finished (cron_pass, cj_repair);
  * the runs cron jobs start on schedule are admitted to the tier's quota (admit_pass).
+ *
+ * After a SIGHUP (core/live.c), a settled app whose Deployments were built from other sidecar
+ * definitions than the catalogue's (AS_SIDECARS_LABEL) is written again whole, and one running
+ * where its placement no longer admits it (cluster labels or zone changed) is moved; at most
+ * reconciler.rollout_max_apps of those in any reconciler.rollout_interval_s (rollout).
  */
 #include "api_internal.h"
 #include "appspec.h"
@@ -57,6 +62,11 @@ struct rc_apps {
     int64_t down_since[FG_FED_MAX_CLUSTERS]; /* Unix ms first seen unreachable; 0: reachable */
     json_t *pending; /* "project/app" -> Unix ms its state was first seen needing work */
     uint64_t writes; /* writes applied */
+    /* the apps rolled to a changed catalogue or moved off a cluster that no longer admits them:
+     * the Unix ms each was done, newest last, at most reconciler.rollout_max_apps kept */
+    int64_t *rolled;
+    size_t nrolled;
+    json_t *gone_told; /* "project/app/sidecar" already logged as gone from the catalogue */
 };
 
 /* One cached Deployment of an app. */
@@ -64,6 +74,7 @@ typedef struct {
     bool held, stopped, scaled, deleting;
     int64_t desired, share, shards;
     char write[17];
+    char sidecars[17]; /* AS_SIDECARS_LABEL: what its sidecars were built from ("" none) */
 } shard_t;
 
 typedef struct {
@@ -71,6 +82,7 @@ typedef struct {
     shard_t at[FG_FED_MAX_CLUSTERS];
     json_t
         *scalers; /* fleetgate's scalers of the app: {name: [indices of clusters with its HPA]} */
+    json_t *spec; /* its last write's spec as the cache shows it (fleetgateSpec), or NULL */
 } app_t;
 
 typedef struct {
@@ -85,6 +97,7 @@ struct rc_apps *rc_apps_new(fg_api_t *api, int64_t period_ms) {
     r->api = api;
     r->period_ms = period_ms;
     r->pending = json_object();
+    r->gone_told = json_object();
     return r;
 }
 
@@ -92,6 +105,8 @@ void rc_apps_free(struct rc_apps *r) {
     if (r == NULL)
         return;
     json_decref(r->pending);
+    json_decref(r->gone_told);
+    free(r->rolled);
     free(r);
 }
 
@@ -150,6 +165,16 @@ static void file_app(const json_t *o, size_t c, app_t **apps, size_t *napps, jso
     s->share = label_int(labels, AS_SHARE_LABEL);
     s->shards = label_int(labels, AS_SHARDS_LABEL);
     snprintf(s->write, sizeof s->write, "%s", w ? w : "");
+    const char *sc = json_string_value(json_object_get(labels, AS_SIDECARS_LABEL)),
+               *spec = json_string_value(json_object_get(o, "fleetgateSpec"));
+    snprintf(s->sidecars, sizeof s->sidecars, "%s", sc ? sc : "");
+    if ((*apps)[i].spec == NULL && spec) {
+        json_t *j = NULL;
+        if (fg_json_load(spec, strlen(spec), &j, NULL, 0) == FG_OK && json_is_object(j))
+            (*apps)[i].spec = j;
+        else
+            json_decref(j);
+    }
 }
 
 /* Marks the apps a scaler of cluster c targets (their replicas are the scaler's to set), and
@@ -471,7 +496,55 @@ static bool deleting(const app_t *a, const fleet_t *f) {
     return false;
 }
 
-static void reconcile_app(struct rc_apps *r, const fleet_t *f, const app_t *a) {
+/* A sidecar the catalogue no longer holds stays as the app's running Deployment has it: the
+ * container (and its name in the template's list) is copied from live into dep. */
+static void keep_gone_sidecars(json_t *dep, const json_t *live, const json_t *spec,
+                               const fg_config_t *cfg) {
+    if (as_sidecar_missing(spec, cfg) == NULL)
+        return; /* the catalogue holds every one: built from it */
+    const json_t *n;
+    size_t i;
+    json_t *tmpl = json_object_get(json_object_get(dep, "spec"), "template"),
+           *mine = json_object_get(json_object_get(tmpl, "spec"), "containers");
+    const json_t *theirs = json_object_get(
+        json_object_get(json_object_get(json_object_get(live, "spec"), "template"), "spec"),
+        "containers");
+    json_array_foreach(json_object_get(spec, "sidecars"), i, n) {
+        const char *name = json_string_value(n);
+        if (name == NULL || fg_config_sidecar(cfg, name) != NULL)
+            continue;
+        size_t k;
+        const json_t *c;
+        json_array_foreach(theirs, k, c) {
+            const char *cn = json_string_value(json_object_get(c, "name"));
+            if (cn && strcmp(cn, name) == 0)
+                json_array_append_new(mine, json_deep_copy(c));
+        }
+    }
+    /* the digest and the list as the live Deployment has them: nothing changed for it */
+    json_t *labels = json_object_get(json_object_get(dep, "metadata"), "labels");
+    const json_t *was = json_object_get(
+        json_object_get(json_object_get(live, "metadata"), "labels"), AS_SIDECARS_LABEL);
+    if (labels && was)
+        json_object_set(labels, AS_SIDECARS_LABEL, (json_t *)was);
+    const json_t *list = json_object_get(
+        json_object_get(json_object_get(json_object_get(live, "spec"), "template"), "metadata"),
+        "annotations");
+    if (json_object_get(list, "fleetgate.io/sidecars")) {
+        json_t *tm = json_object_get(tmpl, "metadata"), *ann = json_object_get(tm, "annotations");
+        if (ann == NULL) {
+            ann = json_object();
+            json_object_set_new(tm, "annotations", ann);
+        }
+        json_object_set(ann, "fleetgate.io/sidecars",
+                        json_object_get(list, "fleetgate.io/sidecars"));
+    }
+}
+
+/* roll: every Deployment is written whole with cfg's catalogue (it changed); f->bad may mark
+ * clusters that no longer admit the app (labels, zone), which it then leaves. */
+static void reconcile_app(struct rc_apps *r, const fleet_t *f, const app_t *a,
+                          const fg_config_t *cfg, bool roll) {
     if (deleting(a, f)) {
         finish_delete(r, f, a);
         return;
@@ -509,7 +582,7 @@ static void reconcile_app(struct rc_apps *r, const fleet_t *f, const app_t *a) {
         moved = moved || c < 0 || f->bad[c];
     }
     char *explain_text = NULL;
-    target = moved ? replace_shards(f, r->api->cfg, json_object_get(app, "spec"), shards, &explain)
+    target = moved ? replace_shards(f, cfg, json_object_get(app, "spec"), shards, &explain)
                    : json_incref(shards);
     if (target == NULL) {
         FG_LOG(FG_LOG_WARN, NULL, "reconciler: app %s/%s: nowhere to move it", a->project, a->name);
@@ -529,7 +602,7 @@ static void reconcile_app(struct rc_apps *r, const fleet_t *f, const app_t *a) {
             continue; /* back later: the next pass finds it short */
         const shard_t *s = &a->at[c];
         int64_t share = json_integer_value(v);
-        if (s->held && strcmp(s->write, hash) == 0 && (s->desired == share || s->scaled))
+        if (!roll && s->held && strcmp(s->write, hash) == 0 && (s->desired == share || s->scaled))
             continue;
         const json_t *mine = live_of[c] >= 0 ? live[live_of[c]].object : NULL;
         const char *rv = json_string_value(
@@ -538,10 +611,12 @@ static void reconcile_app(struct rc_apps *r, const fleet_t *f, const app_t *a) {
             continue; /* could not be read: next pass */
         json_t *meta = write_meta(spec_text, target, placement, name, rv);
         w[nw] = (fg_fed_write_t){.cluster = f->cl[c].name, .path = path};
-        if (!s->held || strcmp(s->write, newest_write_label) != 0) {
-            /* the whole Deployment: a new cluster, or one that missed the newest write */
-            bodies[nw] = as_deployment(app, a->project, share, json_object_get(meta, "annotations"),
-                                       r->api->cfg);
+        if (roll || !s->held || strcmp(s->write, newest_write_label) != 0) {
+            /* the whole Deployment: a new cluster, one that missed the newest write, or a
+             * catalogue change */
+            bodies[nw] =
+                as_deployment(app, a->project, share, json_object_get(meta, "annotations"), cfg);
+            keep_gone_sidecars(bodies[nw], mine ? mine : newest, json_object_get(app, "spec"), cfg);
             json_t *dm = json_object_get(bodies[nw], "metadata");
             as_mark(dm, target, name);
             if (rv)
@@ -574,8 +649,10 @@ static void reconcile_app(struct rc_apps *r, const fleet_t *f, const app_t *a) {
         fg_fed_outcomes_summary(w, out, nw, what, sizeof what, &timed_out);
         FG_LOG(failed ? FG_LOG_WARN : FG_LOG_INFO, NULL,
                "reconciler: app %s/%s: %s %zu writes, %zu applied%s%s", a->project, a->name,
-               moved ? "moved by" : "recorded placement applied again by", nw, nw - failed,
-               failed ? "; " : "", failed ? what : "");
+               moved  ? "moved by"
+               : roll ? "rolled to the changed sidecar catalogue by"
+                      : "recorded placement applied again by",
+               nw, nw - failed, failed ? "; " : "", failed ? what : "");
         fg_fed_outcomes_clear(out, nw);
     }
     if (moved && a->scalers) { /* its scalers go where the app went (the next pass retries) */
@@ -1048,6 +1125,96 @@ static void admit_pass(struct rc_apps *r, const fleet_t *f) {
 
 /* ---- the pass --------------------------------------------------------------------------- */
 
+/* ---- a changed catalogue or cluster labels: rolled at a bounded rate ----------------------------
+ */
+
+/* Whether one more app may be rolled or moved now: fewer than reconciler.rollout_max_apps were
+ * in the last reconciler.rollout_interval_s. */
+static bool roll_allowed(struct rc_apps *r, int64_t now) {
+    const fg_config_t *cfg = r->api->cfg;
+    size_t max = (size_t)cfg->reconciler.rollout_max_apps;
+    if (max == 0)
+        max = 5; /* a configuration made without the parser (tests) */
+    int64_t window =
+        cfg->reconciler.rollout_interval_s > 0 ? cfg->reconciler.rollout_interval_s * 1000 : 10000;
+    size_t recent = 0;
+    for (size_t i = 0; i < r->nrolled; i++)
+        recent += r->rolled[i] > now - window;
+    return recent < max;
+}
+
+static void roll_done(struct rc_apps *r) {
+    size_t max = r->api->cfg->reconciler.rollout_max_apps > 0
+                     ? (size_t)r->api->cfg->reconciler.rollout_max_apps
+                     : 5;
+    if (r->nrolled == max) {
+        memmove(r->rolled, r->rolled + 1, (max - 1) * sizeof *r->rolled);
+        r->nrolled--;
+    }
+    r->rolled = fg_xrealloc(r->rolled, max * sizeof *r->rolled);
+    /* after the writes: every write of this roll is older than this mark */
+    r->rolled[r->nrolled++] = fg_wall_ms();
+}
+
+/* The clusters holding a (settled) app that its placement no longer admits (their labels or
+ * zone changed), marked bad in out (a copy of f); false when there are none. */
+static bool refused_now(const fleet_t *f, const app_t *a, const fg_config_t *cfg, fleet_t *out) {
+    as_request_t req;
+    fg_fed_placement_t p;
+    memset(&p, 0, sizeof p);
+    as_request(a->spec, json_integer_value(json_object_get(a->spec, "replicas")), cfg, &req);
+    if (fg_fed_place(f->cl, f->n, &req.req, &p) == FG_EINVAL)
+        return false; /* ENOENT fills the verdicts too */
+    bool any = false;
+    *out = *f;
+    for (size_t c = 0; c < f->n && c < p.nverdicts; c++)
+        if (a->at[c].held && (p.verdicts[c].filter == FG_FED_FILTER_ZONE ||
+                              p.verdicts[c].filter == FG_FED_FILTER_SELECTOR)) {
+            out->bad[c] = true;
+            any = true;
+        }
+    return any;
+}
+
+/* A settled app whose Deployments were built from another catalogue than cfg's, or that runs
+ * where its placement no longer admits it: rewritten (roll) or moved, when the rate allows.
+ * true when it acted (or must wait for the rate). A sidecar gone from the catalogue is kept as
+ * it runs, and said once. */
+static bool rollout(struct rc_apps *r, const fleet_t *f, const app_t *a, const fg_config_t *cfg) {
+    if (a->spec == NULL)
+        return false;
+    for (size_t c = 0; c < f->n; c++)
+        if (a->at[c].held && (a->at[c].stopped || f->down[c]))
+            return false; /* stopped, or a cluster out of reach: left for later */
+    fleet_t moved;
+    bool move = refused_now(f, a, cfg, &moved), roll = false;
+    const char *gone = as_sidecar_missing(a->spec, cfg);
+    char want[17];
+    as_sidecars_digest(a->spec, cfg, want);
+    for (size_t c = 0; c < f->n; c++)
+        roll = roll || (a->at[c].held && a->at[c].sidecars[0] && strcmp(a->at[c].sidecars, want));
+    if (roll && gone) {
+        char key[400];
+        snprintf(key, sizeof key, "%s/%s/%s", a->project, a->name, gone);
+        if (json_object_get(r->gone_told, key) == NULL) {
+            json_object_set_new(r->gone_told, key, json_true());
+            FG_LOG(FG_LOG_WARN, NULL,
+                   "reconciler: app %s/%s uses sidecar %s, which the catalogue no longer holds: "
+                   "it keeps running with its last definition and is not rolled",
+                   a->project, a->name, gone);
+        }
+        roll = false;
+    }
+    if (!move && !roll)
+        return false;
+    int64_t now = fg_wall_ms();
+    if (!roll_allowed(r, now))
+        return true; /* the next pass, as the rate allows */
+    reconcile_app(r, move ? &moved : f, a, cfg, !move);
+    roll_done(r);
+    return true;
+}
+
 void rc_apps_pass(void *ud) {
     struct rc_apps *r = ud;
     const fg_fed_registry_t *reg = NULL;
@@ -1069,12 +1236,18 @@ void rc_apps_pass(void *ud) {
     app_t *apps = NULL;
     size_t napps = 0, acted = 0;
     json_t *pending = json_object();
+    fg_live_t *live = fg_live_acquire(); /* the catalogue as the last SIGHUP left it */
+    const fg_config_t *cfg = live ? fg_live_config(live) : r->api->cfg;
     if (read_apps(r, f.n, &apps, &napps) == FG_OK) {
         for (size_t i = 0; i < napps; i++) {
             char key[340];
             if (!needs_work(&apps[i], &f)) {
+                if (deleting(&apps[i], &f))
+                    continue;
+                if (rollout(r, &f, &apps[i], cfg))
+                    continue;
                 /* a settled app whose scalers are elsewhere: they follow, once that lasted */
-                if (deleting(&apps[i], &f) || !scalers_astray(&apps[i], &f))
+                if (!scalers_astray(&apps[i], &f))
                     continue;
                 snprintf(key, sizeof key, "scaler:%s/%s", apps[i].project, apps[i].name);
                 json_t *since = json_object_get(r->pending, key);
@@ -1095,7 +1268,7 @@ void rc_apps_pass(void *ud) {
             int64_t first = since ? json_integer_value(since) : now;
             json_object_set_new(pending, key, json_integer(first));
             if (now - first >= RC_SETTLE_MS && acted < RC_MAX_APPS_PASS) {
-                reconcile_app(r, &f, &apps[i]);
+                reconcile_app(r, &f, &apps[i], cfg, false);
                 acted++;
                 json_object_del(pending, key); /* looked at again from scratch */
             }
@@ -1107,8 +1280,11 @@ void rc_apps_pass(void *ud) {
         pending = NULL;
     }
     json_decref(pending);
-    for (size_t i = 0; i < napps; i++)
+    for (size_t i = 0; i < napps; i++) {
         json_decref(apps[i].scalers);
+        json_decref(apps[i].spec);
+    }
     free(apps);
+    fg_live_release(live);
     fg_fed_registry_release(reg);
 }

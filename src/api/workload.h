@@ -33,6 +33,11 @@ int quota_reserve_at(fg_api_t *api, const char *rid, const json_t *project, cons
 void quota_demand(const json_t *containers, int64_t pods, int64_t out[3]);
 /* Drops app's reservation in spec's tier. */
 void quota_release(fg_req_t *req, const char *project, const json_t *spec, const char *app);
+/* After a delete's fan-out: when it applied in at least one cluster (the object is going; the
+ * reconciler finishes the rest), name's quota in tier (NULL: OnDemand) is free at once on every
+ * replica (fg_cache_quota_forget); a delete that failed everywhere frees nothing. */
+void quota_forget(fg_req_t *req, const char *project, const char *tier, const char *name,
+                  const fg_fed_outcome_t *o, size_t n);
 
 /* The quota name of a job set: "jobset/<name>" (app names hold no '/'). */
 #define JS_QUOTA_NAME(buf, name) snprintf(buf, sizeof buf, "jobset/%s", name)
@@ -40,6 +45,10 @@ void quota_release(fg_req_t *req, const char *project, const json_t *spec, const
  * min(parallelism, completions) times the pod's requests, summed over clusters) to by_name, one
  * entry "jobset/<name>" -> [cpu milli, memory bytes, pods] each, leaving out the entry named skip.
  * false (why said) when Redis could not be read (jobsets.c). */
+/* After a cron job's delete fan-out (quota_forget's rule): the quota of every run of it that
+ * the cache shows (job sets labelled CJ_LABEL=cron) is free at once (jobsets.c). */
+void js_forget_cron_runs(fg_req_t *req, const char *project, const char *cron,
+                         const fg_fed_outcome_t *o, size_t n);
 bool js_tier_usage(fg_api_t *api, const char *rid, const char *project, const char *tier,
                    const char *skip, json_t *by_name, char *why, size_t len);
 /* js_tier_usage in two halves, to share a round trip: _add adds the reads of the project's job

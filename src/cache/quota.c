@@ -11,12 +11,14 @@
 #include <string.h>
 
 FG_EMBED_FILE(fg_quota_reserve_lua, "cache/quota_reserve.lua");
+FG_EMBED_FILE(fg_quota_forget_lua, "cache/quota_forget.lua");
 
-static fg_redis_script_t script;
+static fg_redis_script_t script, forget_script;
 static pthread_once_t script_once = PTHREAD_ONCE_INIT;
 
 static void script_init(void) {
     fg_redis_script_init(&script, fg_quota_reserve_lua);
+    fg_redis_script_init(&forget_script, fg_quota_forget_lua);
 }
 
 /* uses as one argument "name,cpu,mem,pods;...": a project may hold thousands. */
@@ -81,4 +83,19 @@ int fg_cache_quota_release(fg_redis_t *r, const char *project, const char *tier,
     fg_cache_key_t k;
     const char *argv[] = {"HDEL", fg_cache_key_quota(&k, project, tier), app};
     return fg_redis_command(r, 3, argv);
+}
+
+int fg_cache_quota_forget(fg_redis_t *r, const char *project, const char *tier, const char *name,
+                          int64_t ttl_ms) {
+    pthread_once(&script_once, script_init);
+    fg_cache_key_t k, ku;
+    const char *keys[] = {fg_cache_key_quota(&k, project, tier),
+                          fg_cache_key_quota_usage(&ku, project, tier)};
+    char now[24], ttl[24];
+    snprintf(now, sizeof now, "%lld", (long long)fg_wall_ms());
+    snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
+    const char *args[] = {now, ttl, name};
+    int64_t v[1] = {0};
+    size_t n = 0;
+    return fg_redis_eval_ints(r, &forget_script, 2, keys, 3, args, v, 1, &n);
 }

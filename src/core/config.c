@@ -348,6 +348,13 @@ static const key_t_ streams_keys[] = {
 };
 static const table_t streams_table = TABLE(streams_keys, 0);
 
+#define RECONCILER_INT(field, def, lo, hi) KEY_INT(#field, CFG(reconciler.field), def, lo, hi)
+static const key_t_ reconciler_keys[] = {
+    RECONCILER_INT(rollout_max_apps, 5, 1, 1000),
+    RECONCILER_INT(rollout_interval_s, 10, 1, 3600),
+};
+static const table_t reconciler_table = TABLE(reconciler_keys, 0);
+
 #define SC(f) offsetof(fg_sidecar_conf_t, f)
 
 static const key_t_ sidecar_keys[] = {
@@ -413,6 +420,7 @@ static const key_t_ top_keys[] = {
     KEY_OBJECT("tls", tls_table),
     KEY_OBJECT("insights", insights_table),
     KEY_OBJECT("cors", cors_table),
+    KEY_OBJECT("reconciler", reconciler_table),
 };
 static const table_t top_table = TABLE(top_keys, sizeof(fg_config_t));
 

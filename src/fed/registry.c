@@ -42,6 +42,7 @@ struct fg_fed_registry {
     int64_t loaded_ms;
     size_t n;
     fg_fed_cluster_t cl[FG_FED_MAX_CLUSTERS];
+    fg_live_t *live; /* the configuration snapshot the labels and zones point into; held */
 };
 
 /* ---- the node index ---------------------------------------------------------- */
@@ -196,8 +197,8 @@ static int scan_pods(fg_redis_t *r, const char *cluster, pods_ctx_t *pc, char *w
 }
 
 /* Fills one cluster's entry: state, then nodes, then pods. */
-static int load_cluster(const fg_cluster_conf_t *cc, fg_redis_t *r, int64_t now_ms,
-                        fg_fed_cluster_t *out, char *why, size_t whylen) {
+static int load_cluster(const fg_cluster_conf_t *cc, const fg_cluster_conf_t *live, fg_redis_t *r,
+                        int64_t now_ms, fg_fed_cluster_t *out, char *why, size_t whylen) {
     node_index_t ix = {0};
     fg_cache_cluster_t cl;
     fg_cache_sync_t nodes_sync, pods_sync;
@@ -211,9 +212,9 @@ static int load_cluster(const fg_cluster_conf_t *cc, fg_redis_t *r, int64_t now_
     fg_cache_sync_read(fg_redis_batch_reply(b, first + 1 + FG_KIND_NODE), &nodes_sync);
     fg_cache_sync_read(fg_redis_batch_reply(b, first + 1 + FG_KIND_POD), &pods_sync);
     out->name = cc->name;
-    out->zone = cc->zone;
-    out->labels = (const char *const *)cc->labels;
-    out->nlabels = cc->nlabels;
+    out->zone = live->zone; /* zone and labels as the last SIGHUP left them */
+    out->labels = (const char *const *)live->labels;
+    out->nlabels = live->nlabels;
     out->reachable = cl.health == FG_HEALTH_HEALTHY;
     out->synced = fg_cache_sync_done_once(&nodes_sync) && fg_cache_sync_done_once(&pods_sync);
     out->staleness_ms = cl.last_contact_ms > 0 ? now_ms - cl.last_contact_ms : INT64_MAX / 2;
@@ -248,6 +249,7 @@ out:
 static void registry_free(fg_fed_registry_t *reg) {
     for (size_t i = 0; i < reg->n; i++)
         free(reg->cl[i].nodes);
+    fg_live_release(reg->live);
     free(reg);
 }
 
@@ -257,8 +259,11 @@ int fg_fed_registry_load(const fg_config_t *cfg, fg_redis_t *redis, int64_t now_
     int rc = FG_OK;
     atomic_init(&reg->refs, 1);
     reg->loaded_ms = now_ms;
+    reg->live = fg_live_acquire(); /* NULL without main (tests): cfg's own labels */
     for (size_t i = 0; i < cfg->nclusters && i < FG_FED_MAX_CLUSTERS; i++) {
-        rc = load_cluster(&cfg->clusters[i], redis, now_ms, &reg->cl[i], why, whylen);
+        const fg_cluster_conf_t *lc = fg_live_cluster(reg->live, cfg->clusters[i].name);
+        rc = load_cluster(&cfg->clusters[i], lc ? lc : &cfg->clusters[i], redis, now_ms,
+                          &reg->cl[i], why, whylen);
         reg->n = i + 1; /* what load_cluster allocated is freed with the rest */
         if (rc != FG_OK)
             goto out;

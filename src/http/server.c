@@ -133,6 +133,8 @@ struct fg_req {
     char *principal;                     /* shown in the access log; NULL when anonymous */
     void *gate_state;                    /* the gate's per-request object */
     void (*gate_state_free)(void *);
+    void *app_state; /* the application's per-request object (fg_req_set_app_state) */
+    void (*app_state_free)(void *);
     bool sealed;              /* the seal hook ran (it runs once, even when it refuses) */
     fg_http_stream_t *stream; /* set when the handler parked the request (fg_req_park) */
 };
@@ -247,6 +249,17 @@ void fg_req_set_principal(fg_req_t *req, const char *name, void *state, void (*f
 
 const char *fg_req_principal_name(const fg_req_t *req) {
     return req->principal;
+}
+
+void fg_req_set_app_state(fg_req_t *req, void *state, void (*free_fn)(void *)) {
+    if (req->app_state && req->app_state_free && req->app_state != state)
+        req->app_state_free(req->app_state);
+    req->app_state = state;
+    req->app_state_free = free_fn;
+}
+
+void *fg_req_app_state(const fg_req_t *req) {
+    return req->app_state;
 }
 
 void *fg_req_gate_state(const fg_req_t *req) {
@@ -1050,6 +1063,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
     if (req->gate_state && req->gate_state_free)
         req->gate_state_free(req->gate_state);
+    if (req->app_state && req->app_state_free)
+        req->app_state_free(req->app_state);
     free(req->principal);
     free_headers(req);
     json_decref(req->json);
