@@ -14,6 +14,8 @@
 #      the streams are open;
 #   4. fleetgate's CPU time (user + system, from /proc) per line relayed while the streams are
 #      held: unlike the latencies, other processes on a loaded machine do not inflate it.
+# The follows through fleetgate speak HTTP/1.1 (chunked, as kubectl and curl get them);
+# STREAM_HTTP=1.0 makes them HTTP/1.0 as before 2026-11-24 (libmicrohttpd's resume path).
 # The whole is run RUNS times (default 3), each from scratch; a last table gives each figure's
 # median and spread (min-max) over the runs, the GET's p99 as the ratio with the streams open
 # over idle. The hard case is kept: kubesim dates every pod's lines from the same whole second,
