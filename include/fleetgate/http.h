@@ -256,7 +256,8 @@ typedef struct {
     /* On a worker thread, when a parked request that has not replied is woken: replies once
      * (fg_reply_stream, or any fg_reply_* such as a problem). */
     int (*resume)(fg_req_t *req, void *ud);
-    /* On a worker thread, one call at a time, after fg_reply_stream: copies at most max body
+    /* On a worker thread (or the owner's, inside fg_http_stream_push), one call at a time,
+     * after fg_reply_stream: copies at most max body
      * bytes into buf and returns how many; 0 when it has none now (the connection sleeps until
      * the next wake); FG_HTTP_STREAM_EOF or FG_HTTP_STREAM_ABORT. */
     long (*read)(void *ud, char *buf, size_t max);
@@ -274,7 +275,14 @@ int fg_reply_stream(fg_req_t *req, unsigned status, const char *content_type);
 /* Thread-safe: makes a sleeping connection call ops.resume or ops.read again; a no-op once the
  * request completed. */
 void fg_http_stream_wake(fg_http_stream_t *s);
-/* The client's socket (to watch for its hang-up; never read or write it), or -1. */
+/* From the owner's one thread, instead of a wake: when the connection sleeps inside its body
+ * on a plain HTTP/1.1 socket, writes what ops.read gives straight to the socket as chunks (no
+ * worker thread wakes, so the workers stay free for other requests); otherwise (no reply yet,
+ * TLS, the body's end, a socket error) it is fg_http_stream_wake. FG_OK, or FG_EAGAIN when the
+ * socket is full: push again once it is writable. ops.read is then called on this thread. */
+int fg_http_stream_push(fg_http_stream_t *s);
+/* The client's socket (to watch for its hang-up and, after FG_EAGAIN from a push, for room;
+ * never read or write it), or -1. */
 int fg_http_stream_fd(const fg_http_stream_t *s);
 void fg_http_stream_release(fg_http_stream_t *s);
 

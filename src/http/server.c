@@ -40,6 +40,7 @@
 
 #include "cors.h"
 
+#include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -150,6 +151,13 @@ struct fg_http_stream {
     bool suspended, woken, closed;
     int refs; /* the owner, the request, and the response while one exists */
     size_t bytes;
+    /* Pushing (fg_http_stream_push): can_push is set at park for a plain HTTP/1.1 GET (MHD
+     * frames its body as chunks) and cleared for good after a socket error; in_body says the
+     * connection sleeps inside its body, so MHD holds none of its bytes and touches the socket
+     * only after a resume. pend is the unsent tail of the last chunk pushed. */
+    bool can_push, in_body;
+    char *pend;
+    size_t pend_off, pend_len;
 };
 
 /* ---- request accessors ------------------------------------------------- */
@@ -400,6 +408,8 @@ static int reply_audit_unavailable(fg_req_t *req) {
 
 /* ---- streamed replies -------------------------------------------------- */
 
+#define STREAM_BLOCK_BYTES (16u * 1024u)
+
 static void stream_unref(fg_http_stream_t *s) {
     pthread_mutex_lock(&s->mu);
     int left = --s->refs;
@@ -407,6 +417,7 @@ static void stream_unref(fg_http_stream_t *s) {
     if (left > 0)
         return;
     pthread_mutex_destroy(&s->mu);
+    free(s->pend);
     free(s);
 }
 
@@ -432,6 +443,14 @@ int fg_req_park(fg_req_t *req, const fg_http_stream_ops_t *ops, fg_http_stream_t
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     s->fd = ci ? (int)ci->connect_fd : -1;
+    /* Pushed chunks are written as MHD would frame them: only where MHD frames the body as
+     * HTTP/1.1 chunks on a socket fleetgate may write (not TLS: only the library can). */
+    const union MHD_ConnectionInfo *tls =
+        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    const char *conn_hdr = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Connection");
+    s->can_push = s->fd >= 0 && req->http11 && strcmp(req->method, "GET") == 0 &&
+                  (tls == NULL || tls->tls_session == NULL) &&
+                  (conn_hdr == NULL || strcasestr(conn_hdr, "close") == NULL);
     req->stream = s;
     /* The owner cannot wake it before it has *out, so this sleep never misses a wake. */
     pthread_mutex_lock(&s->mu);
@@ -441,14 +460,96 @@ int fg_req_park(fg_req_t *req, const fg_http_stream_ops_t *ops, fg_http_stream_t
     return FG_OK;
 }
 
-void fg_http_stream_wake(fg_http_stream_t *s) {
-    pthread_mutex_lock(&s->mu);
+/* Called with s->mu held. */
+static void wake_locked(fg_http_stream_t *s) {
     s->woken = true;
     if (s->suspended && !s->closed) {
         s->suspended = false;
+        s->in_body = false; /* MHD has the socket again */
         MHD_resume_connection(s->conn);
     }
+}
+
+void fg_http_stream_wake(fg_http_stream_t *s) {
+    pthread_mutex_lock(&s->mu);
+    wake_locked(s);
     pthread_mutex_unlock(&s->mu);
+}
+
+/* Sends what it can of pend; FG_OK once it is all gone, FG_EAGAIN, or FG_EIO. */
+static int push_pending(fg_http_stream_t *s) {
+    while (s->pend_len > 0) {
+        ssize_t w = send(s->fd, s->pend + s->pend_off, s->pend_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return FG_EAGAIN;
+        if (w <= 0)
+            return FG_EIO;
+        s->pend_off += (size_t)w;
+        s->pend_len -= (size_t)w;
+    }
+    free(s->pend);
+    s->pend = NULL;
+    s->pend_off = 0;
+    return FG_OK;
+}
+
+#define PUSH_HEAD 10 /* room for a chunk's size line: up to 8 hex digits and CRLF */
+
+int fg_http_stream_push(fg_http_stream_t *s) {
+    char frame[PUSH_HEAD + STREAM_BLOCK_BYTES + 2];
+    int rc = FG_OK;
+    /* mu is held throughout: a wake from elsewhere (or the completion) waits, so nothing resumes
+     * MHD between the check and the send. Lock order: s->mu, then whatever ops.read takes. */
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        if (!s->can_push || !s->in_body || !s->suspended || s->closed) {
+            wake_locked(s); /* MHD's way: before the body, over TLS, or after an error */
+            break;
+        }
+        rc = push_pending(s);
+        if (rc == FG_EAGAIN)
+            break;
+        if (rc != FG_OK) { /* the socket failed: MHD sees it too, and ends the request */
+            s->can_push = false;
+            rc = FG_OK;
+            continue;
+        }
+        long n = s->ops.read(s->ops.ud, frame + PUSH_HEAD, STREAM_BLOCK_BYTES);
+        if (n == 0)
+            break;
+        if (n < 0) { /* the end (or a cut): MHD writes the last chunk, or closes */
+            wake_locked(s);
+            break;
+        }
+        s->bytes += (size_t)n;
+        char line[PUSH_HEAD + 1];
+        int h = snprintf(line, sizeof line, "%lx\r\n", (unsigned long)n);
+        char *start = frame + PUSH_HEAD - h;
+        memcpy(start, line, (size_t)h);
+        memcpy(frame + PUSH_HEAD + n, "\r\n", 2);
+        size_t total = (size_t)h + (size_t)n + 2;
+        ssize_t w;
+        do
+            w = send(s->fd, start, total, MSG_NOSIGNAL | MSG_DONTWAIT);
+        while (w < 0 && errno == EINTR);
+        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+            s->can_push = false;
+            continue;
+        }
+        if (w < 0)
+            w = 0;
+        if ((size_t)w < total) { /* kept: the next push sends it first */
+            s->pend_len = total - (size_t)w;
+            s->pend = fg_xmalloc(s->pend_len);
+            memcpy(s->pend, start + w, s->pend_len);
+            rc = FG_EAGAIN;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
 }
 
 int fg_http_stream_fd(const fg_http_stream_t *s) {
@@ -476,6 +577,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         /* Nothing now: sleep (MHD calls again after the resume) unless bytes came meanwhile. */
         pthread_mutex_lock(&s->mu);
         bool slept = sleep_unless_woken(s);
+        s->in_body = slept; /* MHD sent all it had (it asks only then): pushing may start */
         pthread_mutex_unlock(&s->mu);
         if (slept)
             return 0;
@@ -485,8 +587,6 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 static void stream_response_gone(void *cls) {
     stream_unref(cls);
 }
-
-#define STREAM_BLOCK_BYTES (16u * 1024u)
 
 int fg_reply_stream(fg_req_t *req, unsigned status, const char *content_type) {
     fg_http_stream_t *s = req->stream;

@@ -148,7 +148,7 @@ static int group_data(void *ud, const char *data, size_t len) {
     }
     pthread_mutex_unlock(&st->mu);
     if (rc == FG_OK)
-        fg_http_stream_wake(st->http);
+        fg_stream_wake(st);
     return rc;
 }
 
@@ -159,7 +159,7 @@ static void maybe_end(stream_t *st) {
     pthread_mutex_lock(&st->mu);
     st->eof = true;
     pthread_mutex_unlock(&st->mu);
-    fg_http_stream_wake(st->http);
+    fg_stream_wake(st);
 }
 
 static void group_done(void *ud, fg_kube_watch_t *w, int rc, const fg_kube_error_t *err) {
@@ -179,7 +179,7 @@ static void group_done(void *ud, fg_kube_watch_t *w, int rc, const fg_kube_error
     if (n > 0 && (size_t)n < sizeof note && st->cap - st->len >= (size_t)n && !st->abort)
         fg_stream_ring_put(st, note, (size_t)n);
     pthread_mutex_unlock(&st->mu);
-    fg_http_stream_wake(st->http);
+    fg_stream_wake(st);
     maybe_end(st);
 }
 

@@ -630,7 +630,7 @@ void fg_sse_start(fg_streams_t *ss, stream_t *st) {
     sse_hub_t *h = ss->sse_hub;
     x->next_keepalive_ns = fg_now_ns() + (uint64_t)x->keepalive_s * 1000000000ull;
     put(st, RETRY_LINE, strlen(RETRY_LINE));
-    fg_http_stream_wake(st->http);
+    fg_stream_wake(st);
     pthread_mutex_lock(&h->mu);
     feed_t *f = h->feeds;
     while (f != NULL && strcmp(f->project, x->project) != 0)
@@ -700,7 +700,7 @@ void fg_sse_deliver(fg_streams_t *ss, stream_t *st) {
     pthread_mutex_unlock(&h->mu);
     if (copied) {
         x->next_keepalive_ns = fg_now_ns() + (uint64_t)x->keepalive_s * 1000000000ull;
-        fg_http_stream_wake(st->http);
+        fg_stream_wake(st);
     }
     if (lapped || too_big) {
         FG_LOG(FG_LOG_INFO, NULL, "change stream of project %s: %s: dropped", x->project,
@@ -729,7 +729,7 @@ void fg_sse_tick(fg_streams_t *ss) {
         if (now >= x->next_keepalive_ns) {
             x->next_keepalive_ns = now + (uint64_t)x->keepalive_s * 1000000000ull;
             if (put(st, KEEPALIVE, strlen(KEEPALIVE)))
-                fg_http_stream_wake(st->http);
+                fg_stream_wake(st);
         }
     }
 }

@@ -2,8 +2,9 @@
  *
  * Threads and what they own:
  * - the loop thread runs the sources (a curl multi through kube's fg_kube_loop_t) and an epoll
- *   set holding the command eventfd and every client's socket (EPOLLRDHUP only: a hang-up);
- *   it alone starts, pauses, resumes and frees sources, and frees streams;
+ *   set holding the command eventfd and every client's socket (a hang-up; room after a full
+ *   socket); it alone starts, pauses, resumes and frees sources, and frees streams; once a
+ *   reply's body is under way it also writes it out (fg_http_stream_push, calling sink_read);
  * - HTTP workers call the sink's ops (resume: reply; read: take bytes; closed: the request is
  *   done) and post commands (unpause, closed) to the loop;
  * - stream_t.mu guards the buffer and the flags both sides read (the "shared" block below);
@@ -16,6 +17,7 @@
  */
 #include "stream_internal.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -23,6 +25,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +34,7 @@
 #define MIN_BUFFER_BYTES     (32u * 1024u) /* above curl's largest write (16 KiB) */
 #define DEFAULT_STALL_S      30
 #define TICK_MS              500
+#define LOOP_NICE            5 /* the loop thread's niceness above the process's */
 
 /* ---- commands ------------------------------------------------------------ */
 
@@ -157,7 +161,7 @@ static int source_data(void *ud, const char *data, size_t len) {
     }
     pthread_mutex_unlock(&st->mu);
     if (rc == FG_OK)
-        fg_http_stream_wake(st->http);
+        fg_stream_wake(st);
     return rc;
 }
 
@@ -192,7 +196,47 @@ static void source_done(void *ud, fg_kube_watch_t *w, int rc, const fg_kube_erro
         st->end = "upstream-error";
     }
     pthread_mutex_unlock(&st->mu);
-    fg_http_stream_wake(st->http);
+    fg_stream_wake(st);
+}
+
+/* ---- the client's side: written out once a loop turn ---------------------- */
+
+void fg_stream_wake(stream_t *st) {
+    if (st->dirty)
+        return;
+    st->dirty = true;
+    st->dirty_next = st->ss->dirty;
+    st->ss->dirty = st;
+}
+
+static void undirty(fg_streams_t *ss, stream_t *st) {
+    if (!st->dirty)
+        return;
+    for (stream_t **p = &ss->dirty; *p != NULL; p = &(*p)->dirty_next)
+        if (*p == st) {
+            *p = st->dirty_next;
+            break;
+        }
+    st->dirty = false;
+    st->dirty_next = NULL;
+}
+
+/* The end of a loop turn: each stream woken during it is written out once, by this thread
+ * (fg_http_stream_push) rather than by waking an HTTP worker per line: the workers stay free
+ * for the API's requests. */
+static void flush_dirty(fg_streams_t *ss) {
+    stream_t *st = ss->dirty;
+    ss->dirty = NULL;
+    while (st != NULL) {
+        stream_t *next = st->dirty_next;
+        st->dirty = false;
+        st->dirty_next = NULL;
+        if (st->fd < 0)
+            fg_http_stream_wake(st->http);
+        else /* FG_EAGAIN: the socket's next room (EPOLLOUT) wakes the stream again */
+            (void)fg_http_stream_push(st->http);
+        st = next;
+    }
 }
 
 /* ---- the loop ------------------------------------------------------------ */
@@ -225,7 +269,7 @@ static void end_stream(stream_t *st, bool abort, const char *why, fg_problem_t k
     if (st->end == NULL)
         st->end = why;
     pthread_mutex_unlock(&st->mu);
-    fg_http_stream_wake(st->http);
+    fg_stream_wake(st);
 }
 
 void fg_stream_end(stream_t *st, bool abort, const char *why) {
@@ -233,6 +277,7 @@ void fg_stream_end(stream_t *st, bool abort, const char *why) {
 }
 
 static void stream_free(stream_t *st) {
+    undirty(st->ss, st);
     stop_source(st);
     fg_http_stream_release(st->http);
     pthread_mutex_destroy(&st->mu);
@@ -270,6 +315,7 @@ static void start(fg_streams_t *ss, stream_t *st) {
 }
 
 static void closed(fg_streams_t *ss, stream_t *st) {
+    undirty(ss, st);
     if (st->prev)
         st->prev->next = st->next;
     else
@@ -458,29 +504,44 @@ static void check_stalls(fg_streams_t *ss) {
 
 static void *loop_main(void *arg) {
     fg_streams_t *ss = arg;
+    /* The streams are bulk work: when a core is contended, the threads serving the API's
+     * requests go first (a GET must not wait behind a burst of log lines). */
+    pid_t tid = gettid();
+    errno = 0;
+    int nice_now = getpriority(PRIO_PROCESS, (id_t)tid);
+    if (errno == 0)
+        (void)setpriority(PRIO_PROCESS, (id_t)tid, nice_now + LOOP_NICE);
     uint64_t last_tick = fg_now_ns();
     for (;;) {
         if (fg_kube_loop_run_fd(ss->kloop, TICK_MS, ss->epfd, NULL) != FG_OK)
             FG_LOG(FG_LOG_ERROR, NULL, "stream loop: the transfer loop failed");
         struct epoll_event evs[64];
         int n = epoll_wait(ss->epfd, evs, 64, 0);
-        bool go_on = true;
+        bool go_on = true, commands = false;
         for (int i = 0; i < n; i++) {
             stream_t *st = evs[i].data.ptr;
-            if (st == NULL) {
-                go_on = run_commands(ss) && go_on;
+            if (st == NULL) { /* after the sockets' events: a CMD_CLOSED may free their stream */
+                commands = true;
                 continue;
             }
             if (st->kind == EP_EXEC) {
                 fg_exec_event(ss, (fg_exec_t *)(void *)st);
                 continue;
             }
+            if (!(evs[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+                fg_stream_wake(st); /* room in the client's socket: what it did not take goes */
+                continue;
+            }
             /* The client hung up: stop the cluster's side now, not at the next byte. */
             epoll_ctl(ss->epfd, EPOLL_CTL_DEL, st->fd, NULL);
             end_stream(st, true, "client-gone", FG_PROBLEM_BAD_REQUEST, "the client went away");
         }
-        if (!go_on)
+        if (commands)
+            go_on = run_commands(ss);
+        if (!go_on) {
+            flush_dirty(ss); /* a drain's last words */
             break;
+        }
         if (fg_now_ns() - last_tick >= (uint64_t)TICK_MS * 1000000u) {
             last_tick = fg_now_ns();
             check_stalls(ss);
@@ -491,6 +552,7 @@ static void *loop_main(void *arg) {
             fg_exec_tick(ss);
             fg_sse_tick(ss);
         }
+        flush_dirty(ss);
     }
     return NULL;
 }
@@ -643,7 +705,9 @@ static int hand_over(fg_streams_t *ss, fg_req_t *req, stream_t *st, const fg_str
     int sndbuf = (int)st->cap;
     if (st->fd >= 0)
         (void)setsockopt(st->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
-    struct epoll_event ev = {.events = EPOLLRDHUP, .data.ptr = st};
+    /* Watched for a hang-up and, edge-triggered, for room after a push found it full: set once
+     * here, never modified (the fd may be another connection's once the request completed). */
+    struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLOUT | EPOLLET, .data.ptr = st};
     if (st->fd >= 0 && epoll_ctl(ss->epfd, EPOLL_CTL_ADD, st->fd, &ev) != 0)
         st->fd = -1; /* a hang-up is then noticed at the next write */
     atomic_fetch_add(&ss->open, 1);

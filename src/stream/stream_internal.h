@@ -70,6 +70,10 @@ struct stream {
                             has the stream, then the loop's */
     struct sse *sse;     /* a change stream (sse.c); NULL otherwise. The same ownership */
     stream_t *prev, *next;
+    /* the client's side (loop thread only): woken this turn and queued on the loop's dirty
+     * list (written out once at the end of the turn, however many lines came) */
+    bool dirty;
+    stream_t *dirty_next;
 };
 
 struct fg_streams {
@@ -78,6 +82,7 @@ struct fg_streams {
     size_t nclients;
     fg_kube_loop_t *kloop;
     int epfd, evfd;
+    stream_t *dirty; /* streams to write out at the end of this loop turn (loop thread) */
     pthread_t thread;
     bool started;
     pthread_mutex_t mu; /* guards the command queue */
@@ -99,6 +104,9 @@ struct fg_streams {
 
 /* Queues a command for the loop thread (thread-safe). */
 void fg_stream_post(fg_streams_t *ss, cmd_kind_t kind, void *st);
+/* On the loop: st's buffer has news for its client (bytes, or its end); written out at the end
+ * of the loop's turn, one write for all that came meanwhile. */
+void fg_stream_wake(stream_t *st);
 /* Runs run(data) on the worker thread (a blocking call: Redis), then done(ss, st, data) on the
  * loop thread, which owns data again (and frees it). Until done ran, st is not freed: a stream
  * closed meanwhile is a zombie (done must check st->zombie). Loop thread only. */
