@@ -606,7 +606,7 @@ START_TEST(follow_to_a_slow_reader_is_whole_chunks_in_order) {
     char *j = tc_pod_json("shop", CLUSTER, ZONE, "busy-1", "busy", "Running", NULL, "101");
     ck_assert_int_eq(tc_put(&cache, "pod", CLUSTER, "shop", "busy-1", j), 0);
     free(j);
-    sleep_ms(300);
+    ts_sleep_ms(300);
     for (int v = 0; v < 2; v++) { /* HTTP/1.1 (chunks), then HTTP/1.0 (the bytes as they are) */
         /* a small receive window, read in small bites with pauses: fleetgate's sends come short */
         int rcv = 4096;
@@ -633,7 +633,7 @@ START_TEST(follow_to_a_slow_reader_is_whole_chunks_in_order) {
                 break;
             len += (size_t)r;
             if (++slow_reads % 2 == 0)
-                sleep_ms(4); /* at most about 2 MB/s, less than the pod writes */
+                ts_sleep_ms(4); /* at most about 2 MB/s, less than the pod writes */
         }
         close(fd);
         raw[len] = '\0';
