@@ -49,7 +49,7 @@ static tr_redis_t rd;
 static fg_config_t *cfg;
 
 static int ks_try_start(ks_t *k, int n, const char *history) {
-    k->port = th_free_port();
+    k->port = th_free_ports(n);
     int pipefd[2];
     if (pipe(pipefd) != 0)
         return -1;

@@ -8,7 +8,7 @@
 #include "testkubesim.h"
 #include "testmain.h"
 #include "testredis.h"
-#include "contract.h"
+#include "teststack.h"
 
 #include <check.h>
 #include <fcntl.h>
@@ -28,53 +28,9 @@ static uint16_t port;
 static char *admin, *dev;
 static char cfg_path[256];
 
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static char *token(const char *sub, const char *more) {
-    char cl[512];
-    snprintf(cl, sizeof cl,
-             "{\"iss\": \"https://id.test\", \"aud\": \"fleetgate\", \"sub\": \"%s\", "
-             "\"exp\": %ld, %s}",
-             sub, (long)time(NULL) + 3600, more);
-    char *t = tj_sign("RS256", keys.rsa_priv, "rsa1", cl);
-    ck_assert_ptr_nonnull(t);
-    return t;
-}
-
-/* One call to the replica on port p; with check the answer must be one the contract declares. */
-static long call_at(uint16_t p, const char *method, const char *path, const char *tok,
-                    const char *body, bool check, th_resp_t *r) {
-    char url[1024];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", (unsigned)p, path);
-    char *auth = tok ? fg_xasprintf("Authorization: Bearer %s", tok) : NULL;
-    const char *hdrs[4] = {NULL};
-    size_t n = 0;
-    if (auth)
-        hdrs[n++] = auth;
-    if (body)
-        hdrs[n++] = strcmp(method, "PATCH") == 0 ? "Content-Type: application/merge-patch+json"
-                                                 : "Content-Type: application/json";
-    ck_assert_int_eq(th_request(method, url, hdrs, body, body ? (long)strlen(body) : -1, 0, r), 0);
-    free(auth);
-    if (check) {
-        char err[4096];
-        char *q = fg_xstrdup(path);
-        q[strcspn(q, "?")] = '\0';
-        int rc = contract_check_headers(method, q, r->status, r->headers, r->body, r->len, err,
-                                        sizeof err);
-        ck_assert_msg(rc == CONTRACT_VALID, "%s %s -> %ld: %s\n%s", method, path, r->status, err,
-                      r->body);
-        free(q);
-    }
-    return r->status;
-}
-
 static long call(const char *method, const char *path, const char *tok, const char *body,
                  bool check, th_resp_t *r) {
-    return call_at(port, method, path, tok, body, check, r);
+    return ts_call(port, method, path, tok, body, NULL, check, r);
 }
 
 /* The config as JSON text with the sidecar catalogue and c1's and c2's env labels given
@@ -145,7 +101,7 @@ static pid_t start_replica(uint16_t *p, const char *log_path) {
         int status;
         if (waitpid(pid, &status, WNOHANG) == pid)
             return -1;
-        sleep_ms(50);
+        ts_sleep_ms(50);
     }
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
@@ -172,8 +128,8 @@ static void setup(void) {
     snprintf(log, sizeof log, "%s/daemon.log", keys.dir);
     daemon_pid = start_replica(&port, log);
     ck_assert_int_gt(daemon_pid, 0);
-    admin = token("ada", "\"groups\": [\"fleetgate-admins\"]");
-    dev = token("dev", "\"projects\": {\"shop\": \"developer\"}");
+    admin = ts_token(&keys, "ada", "\"groups\": [\"fleetgate-admins\"]");
+    dev = ts_token(&keys, "dev", "\"projects\": {\"shop\": \"developer\"}");
 }
 
 static void teardown(void) {
@@ -216,7 +172,7 @@ static char *app_body(const char *name, int replicas, const char *extra) {
 static long create_app_at(uint16_t p, const char *name, int replicas, const char *extra,
                           th_resp_t *r) {
     char *body = app_body(name, replicas, extra);
-    long s = call_at(p, "POST", "/v1/projects/shop/apps", dev, body, true, r);
+    long s = ts_call(p, "POST", "/v1/projects/shop/apps", dev, body, NULL, true, r);
     free(body);
     return s;
 }
@@ -263,8 +219,8 @@ START_TEST(delete_frees_quota_at_once_across_replicas) {
     ck_assert_msg(strstr(r.body, "pods would be 5 of a quota of 4") != NULL, "%s", r.body);
     th_resp_free(&r);
     /* a name deleted and created again is counted again */
-    ck_assert_int_eq(call_at(port2, "DELETE", "/v1/projects/shop/apps/b", dev, NULL, true, &r),
-                     204);
+    ck_assert_int_eq(
+        ts_call(port2, "DELETE", "/v1/projects/shop/apps/b", dev, NULL, NULL, true, &r), 204);
     th_resp_free(&r);
     ck_assert_int_eq(create_app_at(port, "b", 2, NULL, &r), 201);
     th_resp_free(&r);
@@ -299,8 +255,8 @@ START_TEST(deleting_a_job_set_or_a_cron_job_frees_quota_at_once) {
     th_resp_free(&r);
     ck_assert_int_eq(create_app_at(port2, "b", 2, NULL, &r), 201);
     th_resp_free(&r);
-    ck_assert_int_eq(call_at(port2, "DELETE", "/v1/projects/shop/apps/b", dev, NULL, true, &r),
-                     204);
+    ck_assert_int_eq(
+        ts_call(port2, "DELETE", "/v1/projects/shop/apps/b", dev, NULL, NULL, true, &r), 204);
     th_resp_free(&r);
 
     /* a cron job's triggered run holds 2 pods; deleting the cron job frees them */
@@ -347,7 +303,7 @@ static void reload_with(const char *text, const char *line) {
     write_config(text);
     ck_assert_int_eq(kill(daemon_pid, SIGHUP), 0);
     for (int i = 0; i < 600 && log_count(line) <= before; i++)
-        sleep_ms(50);
+        ts_sleep_ms(50);
     ck_assert_msg(log_count(line) > before, "no \"%s\" in the log after SIGHUP", line);
 }
 
@@ -450,7 +406,7 @@ START_TEST(sighup_applies_the_catalogue_and_refuses_a_bad_file) {
         th_resp_free(&r);
         if (s == 200)
             break;
-        sleep_ms(50);
+        ts_sleep_ms(50);
     }
     ck_assert_int_eq(s, 200);
     ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, true, &r), 201);
@@ -538,7 +494,7 @@ START_TEST(catalogue_change_rolls_the_apps_using_it_at_a_bounded_rate) {
             json_decref(o);
         }
         if (rolled < N)
-            sleep_ms(100);
+            ts_sleep_ms(100);
     }
     if (rolled < N) { /* what the daemon said, for the failure */
         char cmd[512];
@@ -578,7 +534,7 @@ START_TEST(catalogue_change_rolls_the_apps_using_it_at_a_bounded_rate) {
     reload_with(cfg, RELOADED);
     free(cfg);
     for (int t = 0; t < 600 && log_count("which the catalogue no longer holds") < N; t++)
-        sleep_ms(100);
+        ts_sleep_ms(100);
     ck_assert_int_eq(log_count("which the catalogue no longer holds"), N);
     for (int i = 0; i < N; i++) {
         int h = -1;
@@ -622,7 +578,7 @@ START_TEST(label_change_moves_the_apps_it_refuses) {
         json_decref(in1);
         json_decref(in2);
         if (!moved)
-            sleep_ms(100);
+            ts_sleep_ms(100);
     }
     ck_assert(moved);
     int h = -1;

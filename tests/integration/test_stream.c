@@ -46,7 +46,7 @@ static int stall_timeout_s = 30; /* streams.stall_timeout_s (30: the default) */
 /* ---- kubesim ------------------------------------------------------------------ */
 
 static int ks_try_start(void) {
-    ks_port = th_free_port();
+    ks_port = th_free_ports(2);
     int pipefd[2];
     if (pipe(pipefd) != 0)
         return -1;

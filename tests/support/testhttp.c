@@ -17,17 +17,35 @@
 #include <time.h>
 #include <unistd.h>
 
-uint16_t th_free_port(void) {
+/* Binds 127.0.0.1:port (0: the kernel picks) and answers the port bound, or 0. */
+static uint16_t try_bind(uint16_t port) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in a = {
+        .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = htons(port)};
     socklen_t len = sizeof a;
-    uint16_t port = 0;
+    uint16_t bound = 0;
     if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
         getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
+        bound = ntohs(a.sin_port);
     if (fd >= 0)
         close(fd);
-    return port;
+    return bound;
+}
+
+uint16_t th_free_port(void) {
+    return try_bind(0);
+}
+
+uint16_t th_free_ports(int n) {
+    for (int attempt = 0; attempt < 64; attempt++) {
+        uint16_t base = try_bind(0);
+        int ok = base != 0 && (int)base + n - 1 <= 65535;
+        for (int i = 1; ok && i < n; i++)
+            ok = try_bind((uint16_t)(base + i)) != 0;
+        if (ok)
+            return base;
+    }
+    return 0;
 }
 
 typedef struct {

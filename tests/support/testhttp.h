@@ -16,6 +16,9 @@ typedef struct {
 
 /* A port that was free a moment ago on 127.0.0.1. */
 uint16_t th_free_port(void);
+/* The first of n consecutive ports that were all free a moment ago (kubesim serves cluster i on
+ * base + i), or 0. */
+uint16_t th_free_ports(int n);
 /* Sends one request. headers is NULL-terminated ("Name: value"), may be NULL. body_len < 0
  * sends no body; chunked != 0 sends the body with chunked transfer encoding. 0 on success. */
 int th_request(const char *method, const char *url, const char *const *headers, const char *body,

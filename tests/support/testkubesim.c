@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 static int try_start(tk_sim_t *k, const char *const *extra) {
-    k->port = th_free_port();
+    k->port = th_free_ports(k->n);
     int pipefd[2];
     if (pipe(pipefd) != 0)
         return -1;

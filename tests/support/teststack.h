@@ -1,6 +1,7 @@
 /* tests/support/teststack.h: the starters the integration suites that run the whole stack share
- * (test_history, test_insights, test_writes, test_jobs, test_stream): pauses, tokens signed with
- * the suite's RSA key, waiting for the daemon's /readyz, and its log when it exited badly.
+ * (test_history, test_insights, test_writes, test_jobs, test_stream, test_reload): pauses, tokens
+ * signed with the suite's RSA key, waiting for the daemon's /readyz, and its log when it exited
+ * badly.
  * Failures are check assertions (these run inside a test or its fixture). */
 #ifndef FG_TESTSTACK_H
 #define FG_TESTSTACK_H
