@@ -12,6 +12,9 @@
 #      p50/p99 and their ratios;
 #   3. the p99 of GET /v1/projects/demo/pods/web-1 (curl, 200 calls) with no streams and while
 #      the streams are open;
+#      and, as the like-with-like reference for the machine's load, while the same STREAMS
+#      follows read kubesim straight (kubesim's writers and a client reading STREAMS sockets
+#      load the two cores as in step 2, but fleetgate carries none of it);
 #   4. fleetgate's CPU time (user + system, from /proc) per line relayed while the streams are
 #      held: unlike the latencies, other processes on a loaded machine do not inflate it.
 # The follows through fleetgate speak HTTP/1.1 (chunked, as kubectl and curl get them);
@@ -49,6 +52,8 @@ rows = [("RSS per follow stream (KiB)", "rss_kb"),
         ("line latency p99 ratio", "r99"),
         ("GET of a pod p99, idle (ms)", "get_idle"), ("GET of a pod p99, streams open (ms)", "get_busy"),
         ("GET of a pod p99 ratio, streams open / idle", "get_ratio"),
+        ("GET of a pod p99, streams straight to kubesim (ms)", "get_ref"),
+        ("GET of a pod p99 ratio, through fleetgate / straight", "get_vs_ref"),
         ("fleetgate CPU per line relayed (us)", "cpu_us")]
 print("stream_bench: summary of %d runs, %s follows (synchronized kubesim bursts): median (min-max)"
       % (len(runs), sys.argv[2]))
@@ -130,6 +135,16 @@ direct_run() { # SECONDS: REF_STREAMS follows straight from kubesim, JSON
 }
 idle_p99=$(get_p99)
 direct_idle=$(direct_run "$SECONDS_HELD")
+# The GETs while the same number of follows read kubesim straight (the machine as loaded as in
+# the run through fleetgate, fleetgate carrying no stream).
+STEADY_FILE="$tmp/steady-direct" /usr/bin/python3 tests/bench/stream_client.py direct \
+    "$ks/api/v1/namespaces/demo/pods/web-{i}/log?follow=true&timestamps=true&tailLines=1" \
+    ks-token "$tmp/tls/ca.crt" "$STREAMS" "$SECONDS_HELD" >/dev/null &
+refall=$!
+for _ in $(seq 1 1200); do [ -s "$tmp/steady-direct" ] && break; sleep 0.1; done
+sleep 1
+ref_p99=$(get_p99)
+wait "$refall"
 # The streams through fleetgate; once every one has its head (steady state), the reference runs
 # again at the same time, so kubesim is as loaded for it as for the streams through fleetgate,
 # and so do the GETs.
@@ -148,7 +163,7 @@ gate=$(cat "$tmp/gate.json")
 echo "$bench: reference, $REF_STREAMS follows straight from kubesim before: $direct_idle"
 echo "$bench: reference, $REF_STREAMS follows straight from kubesim alongside: $direct"
 echo "$bench: $STREAMS follows through fleetgate: $gate"
-/usr/bin/python3 - "$direct" "$gate" "$idle_p99" "$busy_p99" "$direct_idle" <<'PY'
+/usr/bin/python3 - "$direct" "$gate" "$idle_p99" "$busy_p99" "$direct_idle" "$ref_p99" <<'PY'
 import json, sys
 d, g, di = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[5])
 print("stream_bench: RSS per follow stream %.1f KiB (%d streams, %d live at the end, all open in %.1f s)"
@@ -161,9 +176,13 @@ print("stream_bench: fleetgate CPU per line relayed %s us (user + system over th
       % g["cpu_us_per_line"])
 idle, busy = float(sys.argv[3]), float(sys.argv[4])
 print("stream_bench: GET of a pod, p99 ratio with the streams open / idle %.2f" % (busy / idle))
+ref = float(sys.argv[6])
+print("stream_bench: GET of a pod, p99 %.2f ms while the same follows read kubesim straight: "
+      "through fleetgate / straight %.2f" % (ref, busy / ref))
 print("stream_bench_json: " + json.dumps({
     "rss_kb": g["rss_per_stream_kb"], "p50": g["p50_ms"], "d50": d["p50_ms"],
     "r50": g["p50_ms"] / d["p50_ms"], "p99": g["p99_ms"], "d99": d["p99_ms"],
     "r99": g["p99_ms"] / d["p99_ms"], "get_idle": idle, "get_busy": busy,
-    "get_ratio": busy / idle, "cpu_us": g["cpu_us_per_line"]}))
+    "get_ratio": busy / idle, "get_ref": ref, "get_vs_ref": busy / ref,
+    "cpu_us": g["cpu_us_per_line"]}))
 PY

@@ -90,13 +90,18 @@ def direct(url, token, ca, n, seconds):
     host, port_path = url.split("://", 1)[1].split(":", 1)
     port, path = port_path.split("/", 1)
     ctx = ssl.create_default_context(cafile=ca)
-    lat, lock, t_end = [], threading.Lock(), time.time() + seconds
+    lat, lock, t_end, opened = [], threading.Lock(), time.time() + seconds, [0]
     t0 = time.time() + 1.0  # skip the tail and the connection's first second
 
     def one(i):
         s = ctx.wrap_socket(socket.create_connection((host, int(port))), server_hostname=host)
         p = "/" + path.replace("{i}", str(i % 10))
         s.sendall(("GET %s HTTP/1.0\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n" % (p, host, token)).encode())
+        with lock:
+            opened[0] += 1
+            if opened[0] == n and os.environ.get("STEADY_FILE"):
+                with open(os.environ["STEADY_FILE"], "w") as f:
+                    f.write("%f\n" % time.time())
         mine, r = [], Reader(None, t0)
         r.lat = mine
         s.settimeout(0.5)
