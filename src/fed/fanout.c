@@ -70,11 +70,11 @@ static void conns_give(fg_fed_t *fed, fg_kube_conns_t *k) {
     fg_kube_conns_free(k);
 }
 
-size_t fg_fed_write_all(fg_fed_t *fed, const fg_fed_write_t *w, size_t n, long deadline_ms,
-                        fg_fed_outcome_t *out) {
-    fg_kube_call_t calls[FG_FED_MAX_CLUSTERS];
-    size_t idx[FG_FED_MAX_CLUSTERS], ncalls = 0, failed = 0;
-    n = n < FG_FED_MAX_CLUSTERS ? n : FG_FED_MAX_CLUSTERS;
+/* The calls for the writes whose cluster is configured (calls[j] is write idx[j]); the others'
+ * outcomes are Failed at once. Answers how many calls. */
+static size_t prepare_calls(fg_fed_t *fed, const fg_fed_write_t *w, size_t n, fg_fed_outcome_t *out,
+                            fg_kube_call_t *calls, size_t *idx) {
+    size_t ncalls = 0;
     for (size_t i = 0; i < n; i++) {
         fg_kube_client_t *c = fed_client(fed, w[i].cluster);
         if (c == NULL) {
@@ -88,15 +88,29 @@ size_t fg_fed_write_all(fg_fed_t *fed, const fg_fed_write_t *w, size_t n, long d
             .client = c, .method = w[i].method, .path = w[i].path, .body = w[i].body};
         idx[ncalls++] = i;
     }
+    return ncalls;
+}
+
+static size_t count_failed(const fg_fed_outcome_t *out, size_t n) {
+    size_t failed = 0;
+    for (size_t i = 0; i < n; i++)
+        failed += out[i].outcome != FG_FED_APPLIED;
+    return failed;
+}
+
+size_t fg_fed_write_all(fg_fed_t *fed, const fg_fed_write_t *w, size_t n, long deadline_ms,
+                        fg_fed_outcome_t *out) {
+    fg_kube_call_t calls[FG_FED_MAX_CLUSTERS];
+    size_t idx[FG_FED_MAX_CLUSTERS];
+    n = n < FG_FED_MAX_CLUSTERS ? n : FG_FED_MAX_CLUSTERS;
+    size_t ncalls = prepare_calls(fed, w, n, out, calls, idx);
     fg_kube_conns_t *conns = conns_take(fed);
     fg_kube_request_all_in(conns, calls, ncalls, deadline_ms);
     conns_give(fed, conns);
     for (size_t j = 0; j < ncalls; j++)
         judge(&w[idx[j]], &calls[j], &out[idx[j]]);
     fg_kube_calls_clear(calls, ncalls);
-    for (size_t i = 0; i < n; i++)
-        failed += out[i].outcome != FG_FED_APPLIED;
-    return failed;
+    return count_failed(out, n);
 }
 
 /* What fg_fed_write_all_through's callback works on. */
@@ -137,24 +151,14 @@ static void through_ended(void *ud, const size_t *done, size_t ndone) {
 size_t fg_fed_write_all_through(fg_fed_t *fed, const fg_fed_write_t *w, size_t n, long deadline_ms,
                                 fg_fed_outcome_t *out, bool *shown, json_t **objs) {
     fg_kube_call_t calls[FG_FED_MAX_CLUSTERS];
-    size_t idx[FG_FED_MAX_CLUSTERS], ncalls = 0, failed = 0;
+    size_t idx[FG_FED_MAX_CLUSTERS];
     bool judged[FG_FED_MAX_CLUSTERS] = {false};
     n = n < FG_FED_MAX_CLUSTERS ? n : FG_FED_MAX_CLUSTERS;
     for (size_t i = 0; i < n; i++) {
         shown[i] = false;
         objs[i] = NULL;
-        fg_kube_client_t *c = fed_client(fed, w[i].cluster);
-        if (c == NULL) {
-            memset(&out[i], 0, sizeof out[i]);
-            out[i].outcome = FG_FED_FAILED;
-            snprintf(out[i].detail, sizeof out[i].detail, "no member cluster %s is configured",
-                     w[i].cluster);
-            continue;
-        }
-        calls[ncalls] = (fg_kube_call_t){
-            .client = c, .method = w[i].method, .path = w[i].path, .body = w[i].body};
-        idx[ncalls++] = i;
     }
+    size_t ncalls = prepare_calls(fed, w, n, out, calls, idx);
     through_each_t e = {fed, w, out, calls, idx, judged, shown, objs};
     fg_kube_conns_t *conns = conns_take(fed);
     fg_kube_request_all_each(conns, calls, ncalls, deadline_ms, through_ended, &e);
@@ -163,9 +167,7 @@ size_t fg_fed_write_all_through(fg_fed_t *fed, const fg_fed_write_t *w, size_t n
         if (!judged[j])
             judge(&w[idx[j]], &calls[j], &out[idx[j]]);
     fg_kube_calls_clear(calls, ncalls);
-    for (size_t i = 0; i < n; i++)
-        failed += out[i].outcome != FG_FED_APPLIED;
-    return failed;
+    return count_failed(out, n);
 }
 
 void fg_fed_outcomes_clear(fg_fed_outcome_t *out, size_t n) {
