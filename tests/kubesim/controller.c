@@ -181,11 +181,17 @@ static int merge_patch(ks_cluster_t *c, const char *prefix, json_t *o, const cha
 static int replace_status(ks_cluster_t *c, const char *prefix, json_t *o, const char *plural,
                           json_t *status, const char *manager) {
     char path[512];
-    json_t *body = json_deep_copy(o);
+    /* a shallow copy (o is a stored object, never changed): only its top level and metadata
+     * are edited here, each in a copy of its own */
+    json_t *body = json_copy(o);
+    json_t *meta = json_copy(json_object_get(o, "metadata"));
     obj_path(path, sizeof(path), prefix, jstr(o, "metadata.namespace"), plural,
              jstr(o, "metadata.name"), "status");
-    json_object_del(json_object_get(body, "metadata"), "resourceVersion");
-    json_object_del(json_object_get(body, "metadata"), "managedFields");
+    if (meta != NULL) {
+        json_object_del(meta, "resourceVersion");
+        json_object_del(meta, "managedFields");
+        json_object_set_new(body, "metadata", meta);
+    }
     json_object_set_new(body, "status", status);
     int code = api(c, "PUT", path, "application/json", body, manager, NULL);
     json_decref(body);

@@ -24,13 +24,28 @@ static const char *merge_key_of(const json_t *list) {
     return NULL;
 }
 
-static json_t *merge(const json_t *target, const json_t *patch, bool strategic);
+/* The merge works in place on a tree the caller owns whole (one deep copy of the target, made
+ * once, not one per level): every node reached from `into` is unshared. */
+static json_t *merge_new(const json_t *patch, bool strategic);
+static void merge_into(json_t *into, const json_t *patch, bool strategic);
 
-static json_t *merge_list(const json_t *target, const json_t *patch) {
+/* patch merged over cur (owned, stolen; may be NULL): cur itself, changed in place, when both
+ * are objects, else a new value. */
+static json_t *merge_value(json_t *cur, const json_t *patch, bool strategic) {
+    if (json_is_object(patch) && json_is_object(cur)) {
+        merge_into(cur, patch, strategic);
+        return cur;
+    }
+    json_decref(cur);
+    return merge_new(patch, strategic);
+}
+
+/* A strategic list patch over the list `into` (changed in place); false when the patch replaces
+ * the list whole (no merge key, or the target is not a list). */
+static bool merge_list_into(json_t *into, const json_t *patch) {
     const char *mk = merge_key_of(patch);
-    if (mk == NULL || !json_is_array(target))
-        return json_deep_copy(patch);
-    json_t *out = json_deep_copy(target);
+    if (mk == NULL || !json_is_array(into))
+        return false;
     size_t i;
     json_t *p;
     json_array_foreach(patch, i, p) {
@@ -40,56 +55,75 @@ static json_t *merge_list(const json_t *target, const json_t *patch) {
         size_t j;
         json_t *t;
         bool found = false;
-        json_array_foreach(out, j, t) {
+        json_array_foreach(into, j, t) {
             if (key != NULL && json_equal(json_object_get(t, mk), key)) {
                 found = true;
                 if (del)
-                    json_array_remove(out, j);
+                    json_array_remove(into, j);
                 else
-                    json_array_set_new(out, j, merge(t, p, true));
+                    json_array_set_new(into, j, merge_value(json_incref(t), p, true));
                 break;
             }
         }
         if (!found && !del)
-            json_array_append_new(out, merge(NULL, p, true));
+            json_array_append_new(into, merge_new(p, true));
     }
-    return out;
+    return true;
 }
 
-static json_t *merge(const json_t *target, const json_t *patch, bool strategic) {
-    if (!json_is_object(patch))
-        return json_deep_copy(patch);
-    json_t *out = json_is_object(target) ? json_deep_copy(target) : json_object();
+static void merge_into(json_t *into, const json_t *patch, bool strategic) {
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)patch, k, v) {
         if (strategic && (k[0] == '$' || strncmp(k, "$setElementOrder/", 17) == 0))
             continue;
         if (json_is_null(v)) {
-            json_object_del(out, k);
+            json_object_del(into, k);
             continue;
         }
-        json_t *cur = json_object_get(out, k);
-        if (strategic && json_is_array(v))
-            json_object_set_new(out, k, merge_list(cur, v));
-        else
-            json_object_set_new(out, k, merge(cur, v, strategic));
+        json_t *cur = json_object_get(into, k);
+        if (strategic && json_is_array(v)) {
+            if (!merge_list_into(cur, v))
+                json_object_set_new(into, k, json_deep_copy(v));
+        } else {
+            json_object_set_new(into, k, merge_value(json_incref(cur), v, strategic));
+        }
     }
+}
+
+/* patch merged over nothing (new reference): directives and nulls dropped. */
+static json_t *merge_new(const json_t *patch, bool strategic) {
+    if (!json_is_object(patch))
+        return json_deep_copy(patch);
+    json_t *out = json_object();
+    merge_into(out, patch, strategic);
     return out;
 }
 
-int ks_merge_patch(const json_t *target, const json_t *patch, json_t **out) {
-    if (!json_is_object(patch))
+int ks_merge_patch_into(json_t *target, const json_t *patch, json_t **out) {
+    if (!json_is_object(patch)) {
+        json_decref(target);
         return FG_EINVAL;
-    *out = merge(target, patch, false);
+    }
+    *out = merge_value(target, patch, false);
     return FG_OK;
 }
 
-int ks_strategic_merge_patch(const json_t *target, const json_t *patch, json_t **out) {
-    if (!json_is_object(patch))
+int ks_strategic_merge_patch_into(json_t *target, const json_t *patch, json_t **out) {
+    if (!json_is_object(patch)) {
+        json_decref(target);
         return FG_EINVAL;
-    *out = merge(target, patch, true);
+    }
+    *out = merge_value(target, patch, true);
     return FG_OK;
+}
+
+int ks_merge_patch(const json_t *target, const json_t *patch, json_t **out) {
+    return ks_merge_patch_into(json_deep_copy(target), patch, out);
+}
+
+int ks_strategic_merge_patch(const json_t *target, const json_t *patch, json_t **out) {
+    return ks_strategic_merge_patch_into(json_deep_copy(target), patch, out);
 }
 
 /* ---- JSON patch ---------------------------------------------------------------------------- */
@@ -198,8 +232,12 @@ out:
 
 int ks_json_patch(const json_t *target, const json_t *patch, json_t **out, char *err,
                   size_t errlen) {
+    return ks_json_patch_into(json_deep_copy(target), patch, out, err, errlen);
+}
+
+int ks_json_patch_into(json_t *doc, const json_t *patch, json_t **out, char *err,
+                       size_t errlen) {
     int rc = FG_OK;
-    json_t *doc = json_deep_copy(target);
     size_t i;
     json_t *opj;
     if (!json_is_array(patch)) {

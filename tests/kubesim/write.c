@@ -714,7 +714,13 @@ static int commit(ks_cluster_t *c, const ks_target_t *t, const ks_obj_t *cur, js
     bool status_sub = t->sub != NULL && strcmp(t->sub, "status") == 0;
     json_t *result;
     if (status_sub) {
-        result = json_deep_copy(ks_obj_json(cur));
+        /* the stored object with its status swapped: a shallow copy shares every member but
+         * status and metadata (which gets its own shallow copy below, as it is written), as
+         * stored versions already share the members a write leaves alone */
+        result = json_copy(ks_obj_json(cur));
+        json_t *old_meta_copy = json_copy(json_object_get(result, "metadata"));
+        if (old_meta_copy != NULL)
+            json_object_set_new(result, "metadata", old_meta_copy);
         json_t *st = json_object_get(next, "status");
         if (st != NULL)
             json_object_set(result, "status", st);
@@ -796,21 +802,28 @@ static int desired_or_reply(const ks_req_t *req, const ks_target_t *t, const ks_
                             json_t *sent, json_t **next, ks_resp_t *out) {
     bool scale = t->sub != NULL && strcmp(t->sub, "scale") == 0;
     bool is_patch = strcmp(req->method, "PATCH") == 0;
-    json_t *base = scale   ? ks_scale_of(cur)
-                   : t->v1 ? ks_hpa_to_v1(ks_obj_json(cur)) /* a v1 patch applies to v1 */
-                           : json_deep_copy(ks_obj_json(cur));
+    /* the base only a patch reads (a PUT replaces), made once and patched in place */
+    json_t *base = !is_patch ? NULL
+                   : scale   ? ks_scale_of(cur)
+                   : t->v1   ? ks_hpa_to_v1(ks_obj_json(cur)) /* a v1 patch applies to v1 */
+                             : json_deep_copy(ks_obj_json(cur));
     json_t *res = NULL;
     char err[256];
     int rc = FG_OK;
     const char *ct = req->content_type;
-    if (!is_patch) {
+    if (!is_patch && t->sub != NULL && strcmp(t->sub, "status") == 0) {
+        res = json_incref(sent); /* commit only reads its status, and changes nothing in it */
+    } else if (!is_patch) {
         res = json_deep_copy(sent);
     } else if (media_is(ct, "application/merge-patch+json")) {
-        rc = ks_merge_patch(base, sent, &res);
+        rc = ks_merge_patch_into(base, sent, &res); /* base is this call's own copy */
+        base = NULL;
     } else if (media_is(ct, "application/strategic-merge-patch+json")) {
-        rc = ks_strategic_merge_patch(base, sent, &res);
+        rc = ks_strategic_merge_patch_into(base, sent, &res);
+        base = NULL;
     } else {
-        rc = ks_json_patch(base, sent, &res, err, sizeof(err));
+        rc = ks_json_patch_into(base, sent, &res, err, sizeof(err));
+        base = NULL;
         if (rc != FG_OK) {
             ks_status_reply(out, 422, "Invalid", err, NULL, NULL, NULL, NULL);
             goto done;
