@@ -432,8 +432,7 @@ int ks_strategic_merge_patch(const json_t *target, const json_t *patch, json_t *
  * FG_EINVAL (target released) when patch is not an object. */
 int ks_merge_patch_into(json_t *target, const json_t *patch, json_t **out);
 int ks_strategic_merge_patch_into(json_t *target, const json_t *patch, json_t **out);
-int ks_json_patch_into(json_t *target, const json_t *patch, json_t **out, char *err,
-                       size_t errlen);
+int ks_json_patch_into(json_t *target, const json_t *patch, json_t **out, char *err, size_t errlen);
 
 /* The FieldsV1 trie of the fields set in obj (new reference). */
 json_t *ks_fields_v1(const json_t *obj);

@@ -235,8 +235,7 @@ int ks_json_patch(const json_t *target, const json_t *patch, json_t **out, char 
     return ks_json_patch_into(json_deep_copy(target), patch, out, err, errlen);
 }
 
-int ks_json_patch_into(json_t *doc, const json_t *patch, json_t **out, char *err,
-                       size_t errlen) {
+int ks_json_patch_into(json_t *doc, const json_t *patch, json_t **out, char *err, size_t errlen) {
     int rc = FG_OK;
     size_t i;
     json_t *opj;
