@@ -423,13 +423,16 @@ void ks_delete(ks_cluster_t *c, const ks_req_t *req, const ks_target_t *t, ks_re
 void ks_gc_run(ks_cluster_t *c);
 void ks_gc_free(ks_cluster_t *c);
 
-/* Patch application: FG_OK with *out a new object, or FG_EINVAL with err filled. */
+/* Patch application: FG_OK with *out a new object, or FG_EINVAL with err filled. The merge
+ * patches copy only what they change: *out shares the other members with target (as stored
+ * versions do), so neither may be changed below the top level without copying the member. */
 int ks_merge_patch(const json_t *target, const json_t *patch, json_t **out);
 int ks_json_patch(const json_t *target, const json_t *patch, json_t **out, char *err,
                   size_t errlen);
 int ks_strategic_merge_patch(const json_t *target, const json_t *patch, json_t **out);
-/* The same on a target the caller owns whole and gives up (stolen, changed in place: no copy);
- * FG_EINVAL (target released) when patch is not an object. */
+/* The same on a reference to target the caller gives up (stolen). JSON patch changes target
+ * in place (the caller owns it whole); the merge patches copy what they change, as above.
+ * FG_EINVAL (target released) when the patch is not an object / a list. */
 int ks_merge_patch_into(json_t *target, const json_t *patch, json_t **out);
 int ks_strategic_merge_patch_into(json_t *target, const json_t *patch, json_t **out);
 int ks_json_patch_into(json_t *target, const json_t *patch, json_t **out, char *err, size_t errlen);

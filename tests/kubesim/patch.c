@@ -24,24 +24,28 @@ static const char *merge_key_of(const json_t *list) {
     return NULL;
 }
 
-/* The merge works in place on a tree the caller owns whole (one deep copy of the target, made
- * once, not one per level): every node reached from `into` is unshared. */
+/* The merge works in place on a top-level object the caller owns; below it the tree may share
+ * members with a stored object (which must never change), so a member is copied (shallowly)
+ * before it is changed: only the objects and lists on the patch's paths are copied, everything
+ * else stays shared by reference count (copy on write). */
 static json_t *merge_new(const json_t *patch, bool strategic);
 static void merge_into(json_t *into, const json_t *patch, bool strategic);
 
-/* patch merged over cur (owned, stolen; may be NULL): cur itself, changed in place, when both
- * are objects, else a new value. */
+/* patch merged over cur (a reference the caller gives up; may be NULL, may be shared): a copy
+ * of cur with the patch merged when both are objects, else a new value. */
 static json_t *merge_value(json_t *cur, const json_t *patch, bool strategic) {
     if (json_is_object(patch) && json_is_object(cur)) {
-        merge_into(cur, patch, strategic);
-        return cur;
+        json_t *own = json_copy(cur);
+        json_decref(cur);
+        merge_into(own, patch, strategic);
+        return own;
     }
     json_decref(cur);
     return merge_new(patch, strategic);
 }
 
-/* A strategic list patch over the list `into` (changed in place); false when the patch replaces
- * the list whole (no merge key, or the target is not a list). */
+/* A strategic list patch over the list `into` (owned; its items may be shared); false when the
+ * patch replaces the list whole (no merge key, or the target is not a list). */
 static bool merge_list_into(json_t *into, const json_t *patch) {
     const char *mk = merge_key_of(patch);
     if (mk == NULL || !json_is_array(into))
@@ -83,8 +87,12 @@ static void merge_into(json_t *into, const json_t *patch, bool strategic) {
         }
         json_t *cur = json_object_get(into, k);
         if (strategic && json_is_array(v)) {
-            if (!merge_list_into(cur, v))
-                json_object_set_new(into, k, json_deep_copy(v));
+            json_t *list = json_is_array(cur) ? json_copy(cur) : NULL;
+            if (!merge_list_into(list, v)) {
+                json_decref(list);
+                list = json_deep_copy(v);
+            }
+            json_object_set_new(into, k, list);
         } else {
             json_object_set_new(into, k, merge_value(json_incref(cur), v, strategic));
         }
@@ -119,11 +127,11 @@ int ks_strategic_merge_patch_into(json_t *target, const json_t *patch, json_t **
 }
 
 int ks_merge_patch(const json_t *target, const json_t *patch, json_t **out) {
-    return ks_merge_patch_into(json_deep_copy(target), patch, out);
+    return ks_merge_patch_into(json_incref((json_t *)target), patch, out);
 }
 
 int ks_strategic_merge_patch(const json_t *target, const json_t *patch, json_t **out) {
-    return ks_strategic_merge_patch_into(json_deep_copy(target), patch, out);
+    return ks_strategic_merge_patch_into(json_incref((json_t *)target), patch, out);
 }
 
 /* ---- JSON patch ---------------------------------------------------------------------------- */

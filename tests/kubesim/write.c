@@ -706,6 +706,52 @@ static bool spec_changed(const ks_resource_t *r, const json_t *next, const json_
     return changed;
 }
 
+/* `next` may share members with a stored object (which never changes: the merge patches copy
+ * only what they change): before commit writes into a member it takes a shallow copy of its
+ * own, from the top down. own_member returns parent's member key, copied (or NULL). */
+static json_t *own_member(json_t *parent, const char *key) {
+    json_t *v = json_object_get(parent, key);
+    if (!json_is_object(v) && !json_is_array(v))
+        return v;
+    json_t *copy = json_copy(v);
+    json_object_set_new(parent, key, copy);
+    return copy;
+}
+
+/* What pod_spec_defaults writes: the spec, its containers and their ports. */
+static void own_pod_spec(json_t *spec) {
+    json_t *ctrs = own_member(spec, "containers");
+    size_t i;
+    json_t *ctr;
+    json_array_foreach(ctrs, i, ctr) {
+        if (!json_is_object(ctr))
+            continue;
+        ctr = json_copy(ctr);
+        json_array_set_new(ctrs, i, ctr);
+        json_t *ports = own_member(ctr, "ports");
+        size_t j;
+        json_t *port;
+        json_array_foreach(ports, j, port) {
+            if (json_is_object(port))
+                json_array_set_new(ports, j, json_copy(port));
+        }
+    }
+}
+
+/* What apply_defaults writes, each member on the way copied (obj's top level is owned). */
+static void own_defaulted(const ks_resource_t *r, json_t *obj) {
+    json_t *spec = own_member(obj, "spec");
+    if (strcmp(r->kind, "Pod") == 0) {
+        own_pod_spec(spec);
+    } else if (strcmp(r->kind, "Deployment") == 0 || strcmp(r->kind, "ReplicaSet") == 0 ||
+               strcmp(r->kind, "Job") == 0) {
+        own_pod_spec(own_member(own_member(spec, "template"), "spec"));
+    } else if (strcmp(r->kind, "CronJob") == 0) {
+        json_t *jt = own_member(own_member(spec, "jobTemplate"), "spec");
+        own_pod_spec(own_member(own_member(jt, "template"), "spec"));
+    }
+}
+
 /* Merges `next` (a full object as the client wants it, stolen) over `cur` under the server's
  * rules and stores it with expect_rv = cur's RV. sent is what the client sent (for FieldsV1). */
 static int commit(ks_cluster_t *c, const ks_target_t *t, const ks_obj_t *cur, json_t *next,
@@ -718,15 +764,13 @@ static int commit(ks_cluster_t *c, const ks_target_t *t, const ks_obj_t *cur, js
          * status and metadata (which gets its own shallow copy below, as it is written), as
          * stored versions already share the members a write leaves alone */
         result = json_copy(ks_obj_json(cur));
-        json_t *old_meta_copy = json_copy(json_object_get(result, "metadata"));
-        if (old_meta_copy != NULL)
-            json_object_set_new(result, "metadata", old_meta_copy);
         json_t *st = json_object_get(next, "status");
         if (st != NULL)
             json_object_set(result, "status", st);
         json_decref(next);
     } else {
         result = next;
+        own_defaulted(r, result);
         json_t *old_status = json_object_get(ks_obj_json(cur), "status");
         if (r->has_status && old_status != NULL)
             json_object_set(result, "status", old_status);
@@ -734,7 +778,7 @@ static int commit(ks_cluster_t *c, const ks_target_t *t, const ks_obj_t *cur, js
             json_object_del(result, "status");
         apply_defaults(r, result);
     }
-    json_t *meta = json_object_get(result, "metadata");
+    json_t *meta = own_member(result, "metadata");
     json_t *old_meta = json_object_get(ks_obj_json(cur), "metadata");
     if (!json_is_object(meta)) {
         meta = json_object();
@@ -802,11 +846,14 @@ static int desired_or_reply(const ks_req_t *req, const ks_target_t *t, const ks_
                             json_t *sent, json_t **next, ks_resp_t *out) {
     bool scale = t->sub != NULL && strcmp(t->sub, "scale") == 0;
     bool is_patch = strcmp(req->method, "PATCH") == 0;
-    /* the base only a patch reads (a PUT replaces), made once and patched in place */
+    bool merging = media_is(req->content_type, "application/merge-patch+json") ||
+                   media_is(req->content_type, "application/strategic-merge-patch+json");
+    /* the base only a patch reads (a PUT replaces) */
     json_t *base = !is_patch ? NULL
                    : scale   ? ks_scale_of(cur)
                    : t->v1   ? ks_hpa_to_v1(ks_obj_json(cur)) /* a v1 patch applies to v1 */
-                             : json_deep_copy(ks_obj_json(cur));
+                   : merging ? json_incref(ks_obj_json(cur))  /* the merges copy what they change */
+                             : json_deep_copy(ks_obj_json(cur)); /* JSON patch: changed in place */
     json_t *res = NULL;
     char err[256];
     int rc = FG_OK;
@@ -816,7 +863,7 @@ static int desired_or_reply(const ks_req_t *req, const ks_target_t *t, const ks_
     } else if (!is_patch) {
         res = json_deep_copy(sent);
     } else if (media_is(ct, "application/merge-patch+json")) {
-        rc = ks_merge_patch_into(base, sent, &res); /* base is this call's own copy */
+        rc = ks_merge_patch_into(base, sent, &res); /* base: given up */
         base = NULL;
     } else if (media_is(ct, "application/strategic-merge-patch+json")) {
         rc = ks_strategic_merge_patch_into(base, sent, &res);
@@ -841,15 +888,20 @@ static int desired_or_reply(const ks_req_t *req, const ks_target_t *t, const ks_
     }
     if (scale) {
         json_t *replicas = ks_path_get(res, "spec.replicas");
-        json_t *dep = json_deep_copy(ks_obj_json(cur));
+        json_t *dep = json_copy(ks_obj_json(cur)); /* commit copies what it changes */
+        json_t *dep_spec = json_copy(json_object_get(dep, "spec"));
         if (!json_is_integer(replicas) || json_integer_value(replicas) < 0) {
             json_decref(dep);
+            json_decref(dep_spec);
             ks_invalid_reply(out, t, "", "spec.replicas", "FieldValueInvalid",
                              "Invalid value: must be greater than or equal to 0");
             rc = FG_EINVAL;
             goto done;
         }
-        json_object_set(json_object_get(dep, "spec"), "replicas", replicas);
+        if (dep_spec != NULL) {
+            json_object_set(dep_spec, "replicas", replicas);
+            json_object_set_new(dep, "spec", dep_spec);
+        }
         json_decref(res);
         res = dep;
     }

@@ -92,6 +92,8 @@ START_TEST(merge_patch_merges_objects_and_null_deletes) {
            *out = NULL;
     ck_assert_int_eq(ks_merge_patch(t, p, &out), FG_OK);
     assert_json_eq(out, "{\"a\":{\"c\":2,\"d\":3},\"l\":[3]}");
+    /* the target (a stored object in the server) is left as it was */
+    assert_json_eq(t, "{\"a\":{\"b\":1,\"c\":2},\"l\":[1,2]}");
     json_decref(t);
     json_decref(p);
     json_decref(out);
@@ -133,6 +135,9 @@ START_TEST(strategic_merge_patch_merges_containers_and_env_by_name) {
     assert_json_eq(out, "{\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"9\",\"env\":[{"
                         "\"name\":\"Y\",\"value\":\"3\"}]},{\"name\":\"b\",\"image\":\"2\"},{"
                         "\"name\":\"c\",\"image\":\"4\"}]}}");
+    assert_json_eq(t, "{\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"1\",\"env\":[{"
+                      "\"name\":\"X\",\"value\":\"1\"},{\"name\":\"Y\",\"value\":\"2\"}]},{"
+                      "\"name\":\"b\",\"image\":\"2\"}]}}");
     json_decref(t);
     json_decref(p);
     json_decref(out);
