@@ -30,7 +30,24 @@
 #define EVENT_TTL_MS          (60 * 60 * 1000) /* the API server's default --event-ttl */
 #define EVENT_GC_MS           (60 * 1000)
 
+/* A pass over one Deployment (ReplicaSet) reads that object and the ReplicaSets (pods) it
+ * controls, and nothing else: no clock, no other kind. When a pass made no API call and the
+ * next one finds the very same versions (a resourceVersion names one version in a cluster), it
+ * would make none again, so it is skipped; a pass that made calls (even failed ones) runs again
+ * next time, as before. One entry per object uid, dropped when a pass no longer sees it. */
+#define MEMO_BUCKETS 256
+
+typedef struct memo {
+    char *uid;
+    int64_t *rvs; /* the object's RV, then its dependents' in snapshot order */
+    size_t n;
+    uint64_t pass; /* the last pass that saw it */
+    struct memo *next;
+} memo_t;
+
 struct ks_ctrl {
+    memo_t *memo[MEMO_BUCKETS];
+    uint64_t pass;
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -133,11 +150,15 @@ static json_t *owner_ref(json_t *owner, const char *api_version, const char *kin
 
 /* ---- the cluster's own API --------------------------------------------------- */
 
+/* Calls made by this thread's passes (a pass that made none changed nothing). */
+static __thread uint64_t api_calls;
+
 /* Sends method path with body (borrowed, may be NULL) as manager; returns the HTTP code and,
  * when out is set, the answer's JSON (caller decrefs). */
 static int api(ks_cluster_t *c, const char *method, const char *path, const char *ctype,
                json_t *body, const char *manager, json_t **out) {
     size_t len = 0;
+    api_calls++;
     char *text = body ? fg_json_dumps(body, &len) : NULL;
     ks_req_t req = {.method = method,
                     .path = path,
@@ -227,6 +248,10 @@ typedef struct {
     ks_obj_t **objs;
     json_t **json; /* borrowed from objs */
     size_t n;
+    /* each object's controller uid for owners of kind cuid_kind (found once per snapshot, not
+     * once per owner looking): filled by owned() */
+    const char **cuid;
+    const char *cuid_kind;
 } snap_t;
 
 static void snap(ks_cluster_t *c, const char *kind, snap_t *s) {
@@ -254,6 +279,7 @@ static void snap(ks_cluster_t *c, const char *kind, snap_t *s) {
 static void snap_free(snap_t *s) {
     ks_objs_free(s->objs, s->n);
     free(s->json);
+    free(s->cuid);
 }
 
 static bool pod_terminal(json_t *p) {
@@ -738,16 +764,93 @@ static void kubelet(ks_cluster_t *c, json_t *p, const snap_t *nodes, int64_t now
 
 /* ---- ReplicaSets, Deployments ------------------------------------------------ */
 
-/* The pods (or ReplicaSets, Jobs) of snapshot s controlled by owner. */
-static size_t owned(const snap_t *s, json_t *owner, const char *kind, json_t **out, size_t max) {
+/* The pods (or ReplicaSets, Jobs) of snapshot s controlled by owner; rvs (may be NULL) gets
+ * their resourceVersions. */
+static size_t owned(snap_t *s, json_t *owner, const char *kind, json_t **out, int64_t *rvs,
+                    size_t max) {
     const char *uid = jstr(owner, "metadata.uid");
     size_t n = 0;
+    if (s->cuid == NULL || strcmp(s->cuid_kind, kind) != 0) {
+        free(s->cuid);
+        s->cuid = fg_xcalloc(s->n + 1, sizeof(*s->cuid));
+        s->cuid_kind = kind;
+        for (size_t i = 0; i < s->n; i++)
+            s->cuid[i] = controller_uid(s->json[i], kind);
+    }
     for (size_t i = 0; i < s->n && n < max; i++) {
-        const char *u = controller_uid(s->json[i], kind);
-        if (u != NULL && uid != NULL && strcmp(u, uid) == 0)
+        const char *u = s->cuid[i];
+        if (u != NULL && uid != NULL && strcmp(u, uid) == 0) {
+            if (rvs != NULL)
+                rvs[n] = s->objs[i]->rv;
             out[n++] = s->json[i];
+        }
     }
     return n;
+}
+
+static uint64_t memo_hash(const char *uid) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *uid != '\0'; uid++)
+        h = (h ^ (unsigned char)*uid) * 1099511628211ULL;
+    return h % MEMO_BUCKETS;
+}
+
+static memo_t *memo_find(ks_ctrl_t *k, const char *uid) {
+    for (memo_t *m = k->memo[memo_hash(uid)]; m != NULL; m = m->next)
+        if (strcmp(m->uid, uid) == 0)
+            return m;
+    return NULL;
+}
+
+/* Whether the last pass over uid made no call and saw these versions (then skip this one). */
+static bool settled(ks_cluster_t *c, const char *uid, const int64_t *rvs, size_t n) {
+    memo_t *m = c->ctrl != NULL && uid != NULL ? memo_find(c->ctrl, uid) : NULL;
+    if (m == NULL)
+        return false;
+    m->pass = c->ctrl->pass;
+    return m->rvs != NULL && m->n == n && memcmp(m->rvs, rvs, n * sizeof(*rvs)) == 0;
+}
+
+/* Records a pass over uid that saw rvs: quiet (no call made) or not. */
+static void memo_note(ks_cluster_t *c, const char *uid, const int64_t *rvs, size_t n, bool quiet) {
+    ks_ctrl_t *k = c->ctrl;
+    if (k == NULL || uid == NULL)
+        return;
+    memo_t *m = memo_find(k, uid);
+    if (m == NULL) {
+        uint64_t b = memo_hash(uid);
+        m = fg_xcalloc(1, sizeof(*m));
+        m->uid = fg_xstrdup(uid);
+        m->next = k->memo[b];
+        k->memo[b] = m;
+    }
+    free(m->rvs);
+    m->rvs = NULL;
+    m->n = 0;
+    m->pass = k->pass;
+    if (quiet) {
+        m->rvs = fg_xcalloc(n + 1, sizeof(*m->rvs));
+        memcpy(m->rvs, rvs, n * sizeof(*rvs));
+        m->n = n;
+    }
+}
+
+/* Drops the entries of objects the last pass did not see (all of them when all is set). */
+static void memo_sweep(ks_ctrl_t *k, bool all) {
+    for (size_t b = 0; b < MEMO_BUCKETS; b++) {
+        memo_t **pp = &k->memo[b];
+        while (*pp != NULL) {
+            memo_t *m = *pp;
+            if (all || m->pass != k->pass) {
+                *pp = m->next;
+                free(m->uid);
+                free(m->rvs);
+                free(m);
+            } else {
+                pp = &m->next;
+            }
+        }
+    }
 }
 
 static json_t *pod_from_template(json_t *tmpl, json_t *owner, const char *api_version,
@@ -771,11 +874,20 @@ static json_t *pod_from_template(json_t *tmpl, json_t *owner, const char *api_ve
     return pod;
 }
 
-static void reconcile_rs(ks_cluster_t *c, json_t *rs, const snap_t *pods) {
+static void reconcile_rs(ks_cluster_t *c, json_t *rs, int64_t rs_rv, snap_t *pods) {
     if (jget(rs, "metadata.deletionTimestamp") != NULL)
         return; /* being deleted (orphan finalizer): the GC finishes it */
     json_t **mine = fg_xcalloc(pods->n + 1, sizeof(*mine));
-    size_t n = owned(pods, rs, "ReplicaSet", mine, pods->n), active = 0, ready = 0;
+    int64_t *rvs = fg_xcalloc(pods->n + 2, sizeof(*rvs));
+    size_t n = owned(pods, rs, "ReplicaSet", mine, rvs + 1, pods->n), active = 0, ready = 0;
+    const char *uid = jstr(rs, "metadata.uid");
+    uint64_t calls = api_calls;
+    rvs[0] = rs_rv;
+    if (settled(c, uid, rvs, n + 1)) {
+        free(rvs);
+        free(mine);
+        return;
+    }
     char path[512], msg[400];
     for (size_t i = 0; i < n; i++) {
         if (!pod_terminal(mine[i])) {
@@ -835,6 +947,8 @@ static void reconcile_rs(ks_cluster_t *c, json_t *rs, const snap_t *pods) {
                               "readyReplicas", (json_int_t)ready, "availableReplicas",
                               (json_int_t)ready, "observedGeneration", (json_int_t)gen),
                     MANAGER_CM);
+    memo_note(c, uid, rvs, n + 1, api_calls == calls);
+    free(rvs);
 }
 
 /* maxSurge / maxUnavailable: an int or "25%" of replicas, rounded up (surge) or down. */
@@ -975,12 +1089,21 @@ static void create_rs(ks_cluster_t *c, json_t *dep, const char *hash, int64_t re
     json_decref(rs);
 }
 
-static void reconcile_deployment(ks_cluster_t *c, json_t *dep, const snap_t *rss) {
+static void reconcile_deployment(ks_cluster_t *c, json_t *dep, int64_t dep_rv, snap_t *rss) {
     if (jget(dep, "metadata.deletionTimestamp") != NULL)
         return; /* being deleted (orphan finalizer): the GC finishes it */
     char hash[16], ts[32];
     json_t **mine = fg_xcalloc(rss->n + 1, sizeof(*mine));
-    size_t n = owned(rss, dep, "Deployment", mine, rss->n);
+    int64_t *rvs = fg_xcalloc(rss->n + 2, sizeof(*rvs));
+    size_t n = owned(rss, dep, "Deployment", mine, rvs + 1, rss->n);
+    const char *uid = jstr(dep, "metadata.uid");
+    uint64_t calls = api_calls;
+    rvs[0] = dep_rv;
+    if (settled(c, uid, rvs, n + 1)) {
+        free(rvs);
+        free(mine);
+        return;
+    }
     int64_t replicas = jint(dep, "spec.replicas", 1);
     bool paused = json_is_true(jget(dep, "spec.paused"));
     bool recreate = strcmp(jstr(dep, "spec.strategy.type") ?: "", "Recreate") == 0;
@@ -1105,6 +1228,8 @@ static void reconcile_deployment(ks_cluster_t *c, json_t *dep, const snap_t *rss
     } else {
         json_decref(conds);
     }
+    memo_note(c, uid, rvs, n + 1, api_calls == calls);
+    free(rvs);
     free(mine);
 }
 
@@ -1124,10 +1249,10 @@ static bool job_finished(json_t *job) {
 
 /* A suspended Job, as the job controller has it: its active pods deleted (finished ones keep
  * counting), status.active gone and the Suspended condition True (JobSuspended). */
-static void suspend_job(ks_cluster_t *c, json_t *job, const snap_t *pods) {
+static void suspend_job(ks_cluster_t *c, json_t *job, snap_t *pods) {
     char ts[32], path[512];
     json_t **mine = fg_xcalloc(pods->n + 1, sizeof(*mine));
-    size_t n = owned(pods, job, "Job", mine, pods->n);
+    size_t n = owned(pods, job, "Job", mine, NULL, pods->n);
     for (size_t i = 0; i < n; i++) {
         if (pod_terminal(mine[i]) || jget(mine[i], "metadata.deletionTimestamp") != NULL)
             continue;
@@ -1161,7 +1286,7 @@ static void suspend_job(ks_cluster_t *c, json_t *job, const snap_t *pods) {
     emit_event(c, job, "Job", "batch/v1", "Normal", "Suspended", "job-controller", "Job suspended");
 }
 
-static void reconcile_job(ks_cluster_t *c, json_t *job, const snap_t *pods) {
+static void reconcile_job(ks_cluster_t *c, json_t *job, snap_t *pods) {
     char ts[32], path[512], msg[400];
     /* a Job being deleted (orphan finalizer) makes no more pods, as the job controller */
     if (job_finished(job) || jget(job, "metadata.deletionTimestamp") != NULL)
@@ -1171,7 +1296,7 @@ static void reconcile_job(ks_cluster_t *c, json_t *job, const snap_t *pods) {
         return;
     }
     json_t **mine = fg_xcalloc(pods->n + 1, sizeof(*mine));
-    size_t n = owned(pods, job, "Job", mine, pods->n);
+    size_t n = owned(pods, job, "Job", mine, NULL, pods->n);
     int64_t active = 0, succeeded = 0, failed = 0;
     for (size_t i = 0; i < n; i++) {
         const char *ph = jstr(mine[i], "status.phase") ?: "Pending";
@@ -1475,6 +1600,8 @@ static void expire_events(ks_cluster_t *c, int64_t now) {
 void ks_ctrl_tick(ks_cluster_t *c) {
     snap_t nodes, pods, rss, deps, jobs, cjs;
     int64_t now = ks_now_ms(c);
+    if (c->ctrl != NULL)
+        c->ctrl->pass++;
     ks_gc_run(c);
     snap(c, "Node", &nodes);
     snap(c, "CronJob", &cjs);
@@ -1492,12 +1619,12 @@ void ks_ctrl_tick(ks_cluster_t *c) {
     }
     snap(c, "ReplicaSet", &rss);
     for (size_t i = 0; i < deps.n; i++)
-        reconcile_deployment(c, deps.json[i], &rss);
+        reconcile_deployment(c, deps.json[i], deps.objs[i]->rv, &rss);
     snap_free(&rss);
     snap(c, "ReplicaSet", &rss);
     snap(c, "Pod", &pods);
     for (size_t i = 0; i < rss.n; i++)
-        reconcile_rs(c, rss.json[i], &pods);
+        reconcile_rs(c, rss.json[i], rss.objs[i]->rv, &pods);
     snap(c, "Job", &jobs);
     for (size_t i = 0; i < jobs.n; i++)
         reconcile_job(c, jobs.json[i], &pods);
@@ -1531,6 +1658,8 @@ void ks_ctrl_tick(ks_cluster_t *c) {
     snap_free(&jobs);
     snap_free(&cjs);
     snap_free(&nodes);
+    if (c->ctrl != NULL)
+        memo_sweep(c->ctrl, false);
 }
 
 static void *ctrl_main(void *arg) {
@@ -1600,6 +1729,7 @@ void ks_ctrl_stop(ks_cluster_t *c) {
     pthread_mutex_unlock(&k->mu);
     pthread_join(k->thread, NULL);
     c->ctrl = NULL;
+    memo_sweep(k, true);
     pthread_cond_destroy(&k->cv);
     pthread_mutex_destroy(&k->mu);
     free(k);
