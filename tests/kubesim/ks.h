@@ -112,6 +112,9 @@ void ks_store_compact(ks_store_t *s);
 size_t ks_store_count(ks_store_t *s, int res);
 /* Of those, the ones that are not raw (not seeded): the controllers skip a kind when 0. */
 size_t ks_store_count_live(ks_store_t *s, int res);
+/* Of those, the ones that may name owners (ks_obj_t.owned): the garbage collector skips a kind
+ * when 0. */
+size_t ks_store_count_owned(ks_store_t *s, int res);
 
 /* FG_OK with *out referenced (caller unrefs), or FG_ENOENT. */
 int ks_store_get(ks_store_t *s, int res, const char *key, ks_obj_t **out);
@@ -154,6 +157,12 @@ void ks_objs_free(ks_obj_t **items, size_t n);
 int ks_store_wait_events(ks_store_t *s, int64_t after, int wait_ms, ks_event_t *evs, size_t max,
                          size_t *n_out, int64_t *cursor_out);
 void ks_events_release(ks_event_t *evs, size_t n);
+
+/* ---- JSON text (dump.c) ------------------------------------------------------ */
+
+/* Compact JSON of j, the very bytes json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) gives, faster
+ * (malloc'd, NUL-terminated; the caller frees). *len_out (may be NULL) gets the length. */
+char *ks_json_dumps(const json_t *j, size_t *len_out);
 
 /* ---- selectors (selector.c) --------------------------------------------- */
 

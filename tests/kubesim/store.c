@@ -27,8 +27,9 @@ struct ks_store {
     size_t len;
     size_t head; /* slot of the oldest event */
     bool closing;
-    size_t counts[16]; /* objects per resource */
-    size_t raw[16];    /* of which raw (seeded, text only) */
+    size_t counts[16];  /* objects per resource */
+    size_t raw[16];     /* of which raw (seeded, text only) */
+    size_t owned_n[16]; /* of which owned (may name owners: the garbage collector's candidates) */
     /* Per resource, the tree's slots in key order, valid until the next insert or delete
      * (updates swap the object inside a slot, so they keep it valid): LIST pages binary-search
      * their start instead of walking 120k nodes. */
@@ -95,7 +96,7 @@ static ks_obj_t *obj_new(int res, const char *key, json_t *json, int64_t rv) {
     o->res = res;
     o->key = fg_xstrdup(key);
     o->json = json;
-    o->ser = fg_json_dumps(json, &o->ser_len);
+    o->ser = ks_json_dumps(json, &o->ser_len);
     o->rv = rv;
     o->owned = json_array_size(json_object_get(meta, "ownerReferences")) > 0;
     return o;
@@ -166,6 +167,13 @@ void ks_store_kick(ks_store_t *s) {
 size_t ks_store_count_live(ks_store_t *s, int res) {
     pthread_mutex_lock(&s->mu);
     size_t n = res >= 0 && res < 16 ? s->counts[res] - s->raw[res] : 0;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+size_t ks_store_count_owned(ks_store_t *s, int res) {
+    pthread_mutex_lock(&s->mu);
+    size_t n = res >= 0 && res < 16 ? s->owned_n[res] : 0;
     pthread_mutex_unlock(&s->mu);
     return n;
 }
@@ -260,11 +268,13 @@ int ks_store_put(ks_store_t *s, int res, const char *key, json_t *obj, ks_put_mo
         prev = *slot; /* the tree's reference moves to the event */
         *slot = o;
         s->raw[res] -= prev->raw;
+        s->owned_n[res] -= prev->owned;
     } else {
         tsearch(o, &s->roots[res], cmp_obj);
         s->counts[res]++;
         s->index_ok[res] = false;
     }
+    s->owned_n[res] += o->owned;
     ks_obj_ref(o); /* the tree's */
     ks_obj_ref(o); /* the event's */
     log_event(s, prev != NULL ? KS_MODIFIED : KS_ADDED, o, prev);
@@ -325,10 +335,12 @@ int ks_store_update_raw(ks_store_t *s, int res, const char *key, char *ser, size
     o->raw = true;
     s->rv = rv;
     s->raw[res]++;
+    s->owned_n[res] += o->owned;
     if (slot != NULL) {
         ks_obj_t *prev = *slot; /* the tree's reference moves to the event */
         *slot = o;
         s->raw[res] -= prev->raw;
+        s->owned_n[res] -= prev->owned;
         log_event(s, KS_MODIFIED, o, prev);
     } else {
         tsearch(o, &s->roots[res], cmp_obj);
@@ -354,10 +366,17 @@ int ks_store_delete(ks_store_t *s, int res, const char *key, ks_obj_t **out) {
     tdelete(prev, &s->roots[res], cmp_obj);
     s->counts[res]--;
     s->raw[res] -= prev->raw;
+    s->owned_n[res] -= prev->owned;
     s->index_ok[res] = false;
     /* The DELETED event carries the last state at the deletion's RV, as a real server sends it. */
     json_t *pj = ks_obj_parse(prev);
-    ks_obj_t *last = obj_new(res, key, json_deep_copy(pj), s->rv + 1);
+    /* obj_new writes metadata.resourceVersion: a copy of the top level and of metadata, the
+     * rest shared with the stored version (which never changes) */
+    json_t *lj = json_copy(pj);
+    json_t *lmeta = json_copy(json_object_get(pj, "metadata"));
+    if (lmeta != NULL)
+        json_object_set_new(lj, "metadata", lmeta);
+    ks_obj_t *last = obj_new(res, key, lj, s->rv + 1);
     json_decref(pj);
     s->rv++;
     if (out != NULL) {

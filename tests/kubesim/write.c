@@ -1070,8 +1070,9 @@ static void collect_dependents(ks_cluster_t *c, const char *ns, const char *uid,
         ks_obj_t **items = NULL;
         size_t n = 0;
         int64_t rv;
-        if (!ks_resources[res].namespaced || ns == NULL)
-            continue;
+        if (!ks_resources[res].namespaced || ns == NULL ||
+            ks_store_count_owned(c->store, (int)res) == 0)
+            continue; /* no object of the kind names an owner (Events, most often) */
         if (ks_store_list(c->store, (int)res, ns, NULL, 0, &items, &n, &rv) != FG_OK)
             continue;
         for (size_t i = 0; i < n; i++) {
