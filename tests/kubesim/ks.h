@@ -151,11 +151,13 @@ int ks_store_list_max(ks_store_t *s, int res, const char *ns, const char *after,
 void ks_objs_free(ks_obj_t **items, size_t n);
 
 /* Copies up to max events with rv > after into evs (referenced; release with ks_events_release),
- * waiting up to wait_ms for one to appear. *n_out may be 0 (timeout); *cursor_out is the RV up to
- * which the log was read (events of other resources included). KS_EEXPIRED when `after` has
- * fallen out of the history; FG_EIO when the store is closing. */
-int ks_store_wait_events(ks_store_t *s, int64_t after, int wait_ms, ks_event_t *evs, size_t max,
-                         size_t *n_out, int64_t *cursor_out);
+ * waiting up to wait_ms for one to appear; with res >= 0 only events of that resource are
+ * waited for and copied (-1: every resource). *n_out may be 0 (timeout); *cursor_out is the RV
+ * up to which the log was read (events of other resources included). KS_EEXPIRED when events
+ * after `after` (of res, when given) have fallen out of the history; FG_EIO when the store is
+ * closing. */
+int ks_store_wait_events(ks_store_t *s, int res, int64_t after, int wait_ms, ks_event_t *evs,
+                         size_t max, size_t *n_out, int64_t *cursor_out);
 void ks_events_release(ks_event_t *evs, size_t n);
 
 /* ---- JSON text (dump.c) ------------------------------------------------------ */

@@ -18,7 +18,14 @@
 
 struct ks_store {
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv; /* any change (waiters for every resource) */
+    /* Per resource: waiters for changes of that resource only (a watch of Deployments sleeps
+     * through pod and Event writes instead of waking on each), the RV of its newest event, and
+     * the RV of its newest event dropped from the ring (evicted or compacted): a watch of it has
+     * lost nothing while its cursor is at or past that, whatever else was dropped. */
+    pthread_cond_t cv_res[16];
+    int64_t last_rv[16];
+    int64_t lost_rv[16];
     int64_t rv;
     int64_t oldest_rv;
     void *roots[16];
@@ -113,6 +120,8 @@ int ks_store_new(size_t history, ks_store_t **out) {
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s->cv, &ca);
+    for (size_t i = 0; i < 16; i++)
+        pthread_cond_init(&s->cv_res[i], &ca);
     pthread_condattr_destroy(&ca);
     s->rv = 1;
     s->oldest_rv = 1;
@@ -140,6 +149,8 @@ void ks_store_free(ks_store_t *s) {
     }
     free(s->ring);
     pthread_cond_destroy(&s->cv);
+    for (size_t i = 0; i < 16; i++)
+        pthread_cond_destroy(&s->cv_res[i]);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -158,9 +169,16 @@ int64_t ks_store_oldest_rv(ks_store_t *s) {
     return rv;
 }
 
+/* Wakes every waiter, of any resource (under the lock). */
+static void wake_all(ks_store_t *s) {
+    pthread_cond_broadcast(&s->cv);
+    for (size_t i = 0; i < 16; i++)
+        pthread_cond_broadcast(&s->cv_res[i]);
+}
+
 void ks_store_kick(ks_store_t *s) {
     pthread_mutex_lock(&s->mu);
-    pthread_cond_broadcast(&s->cv);
+    wake_all(s);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -195,14 +213,16 @@ void ks_store_compact(ks_store_t *s) {
     s->len = 0;
     s->head = 0;
     s->oldest_rv = s->rv;
-    pthread_cond_broadcast(&s->cv);
+    for (size_t i = 0; i < 16; i++)
+        s->lost_rv[i] = s->rv;
+    wake_all(s);
     pthread_mutex_unlock(&s->mu);
 }
 
 void ks_store_close(ks_store_t *s) {
     pthread_mutex_lock(&s->mu);
     s->closing = true;
-    pthread_cond_broadcast(&s->cv);
+    wake_all(s);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -211,6 +231,7 @@ static void log_event(ks_store_t *s, ks_event_type_t type, ks_obj_t *obj, ks_obj
     if (s->len == s->cap) {
         ks_event_t *old = &s->ring[s->head];
         s->oldest_rv = old->rv;
+        s->lost_rv[old->obj->res] = old->rv;
         ks_obj_unref(old->obj);
         ks_obj_unref(old->prev);
         s->head = (s->head + 1) % s->cap;
@@ -222,7 +243,9 @@ static void log_event(ks_store_t *s, ks_event_type_t type, ks_obj_t *obj, ks_obj
     e->obj = obj;
     e->prev = prev;
     s->len++;
+    s->last_rv[obj->res] = obj->rv;
     pthread_cond_broadcast(&s->cv);
+    pthread_cond_broadcast(&s->cv_res[obj->res]);
 }
 
 static ks_obj_t **find_slot(ks_store_t *s, int res, const char *key) {
@@ -599,10 +622,11 @@ void ks_events_release(ks_event_t *evs, size_t n) {
     }
 }
 
-int ks_store_wait_events(ks_store_t *s, int64_t after, int wait_ms, ks_event_t *evs, size_t max,
-                         size_t *n_out, int64_t *cursor_out) {
+int ks_store_wait_events(ks_store_t *s, int res, int64_t after, int wait_ms, ks_event_t *evs,
+                         size_t max, size_t *n_out, int64_t *cursor_out) {
     int rc = FG_OK;
     struct timespec deadline;
+    bool one = res >= 0 && res < 16;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
     deadline.tv_sec += wait_ms / 1000;
     deadline.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
@@ -612,28 +636,38 @@ int ks_store_wait_events(ks_store_t *s, int64_t after, int wait_ms, ks_event_t *
     }
     *n_out = 0;
     pthread_mutex_lock(&s->mu);
-    while (!s->closing && s->rv <= after) {
-        if (pthread_cond_timedwait(&s->cv, &s->mu, &deadline) == ETIMEDOUT)
+    while (!s->closing && (one ? s->last_rv[res] : s->rv) <= after) {
+        if (pthread_cond_timedwait(one ? &s->cv_res[res] : &s->cv, &s->mu, &deadline) == ETIMEDOUT)
             break;
     }
     if (s->closing) {
         rc = FG_EIO;
         goto out;
     }
-    if (after < s->oldest_rv) {
+    /* other resources' events may have been dropped since `after`: that loses nothing here */
+    if (after < s->oldest_rv && (!one || s->lost_rv[res] > after)) {
         rc = KS_EEXPIRED;
         goto out;
     }
-    size_t first = (size_t)(after - s->oldest_rv);
-    size_t n = 0;
-    for (size_t i = first; i < s->len && n < max; i++, n++) {
-        evs[n] = s->ring[(s->head + i) % s->cap];
+    size_t first = after < s->oldest_rv ? 0 : (size_t)(after - s->oldest_rv);
+    size_t n = 0, i;
+    int64_t cursor = after > s->rv ? after : s->rv;
+    for (i = first; i < s->len; i++) {
+        ks_event_t *e = &s->ring[(s->head + i) % s->cap];
+        if (one && e->obj->res != res)
+            continue;
+        if (n == max) { /* read up to the event before this one */
+            cursor = i > first ? s->ring[(s->head + i - 1) % s->cap].rv : after;
+            break;
+        }
+        evs[n] = *e;
         ks_obj_ref(evs[n].obj);
         if (evs[n].prev != NULL)
             ks_obj_ref(evs[n].prev);
+        n++;
     }
     *n_out = n;
-    *cursor_out = n > 0 ? evs[n - 1].rv : (after > s->rv ? after : s->rv);
+    *cursor_out = cursor;
 out:
     pthread_mutex_unlock(&s->mu);
     return rc;

@@ -265,8 +265,8 @@ int ks_watch_next(ks_watch_t *w, fg_buf_t *b, int wait_ms) {
     if (wait_ns > (uint64_t)wait_ms * 1000000ULL)
         wait_ns = (uint64_t)wait_ms * 1000000ULL;
     int64_t cursor = w->cursor;
-    int rc = ks_store_wait_events(w->c->store, w->cursor, (int)(wait_ns / 1000000ULL), evs, BATCH,
-                                  &n, &cursor);
+    int rc = ks_store_wait_events(w->c->store, w->res, w->cursor, (int)(wait_ns / 1000000ULL), evs,
+                                  BATCH, &n, &cursor);
     if (rc == KS_EEXPIRED) {
         w->expired_asked = w->cursor; /* fell behind the history window */
         return FG_OK;

@@ -203,6 +203,43 @@ START_TEST(watch_from_compacted_rv_gets_410) {
 }
 END_TEST
 
+/* A watch of one kind waits for and reads that kind's events only: other kinds' writes
+ * overflowing the history lose it nothing (as the API server's per-resource watch cache), while
+ * losing its own kind's events is still 410. */
+START_TEST(watch_of_one_kind_expires_only_when_its_own_events_are_dropped) {
+    ks_store_t *s = NULL;
+    ks_event_t evs[8];
+    size_t n = 9;
+    int64_t cursor = 0;
+    char key[16];
+    ck_assert_int_eq(ks_store_new(5, &s), FG_OK);
+    ks_store_put(s, 2, "ns/a", json_pack("{s:{}}", "metadata"), KS_PUT_CREATE, 0, NULL); /* 2 */
+    for (int i = 0; i < 10; i++) { /* 3..12: the ring keeps 8..12 */
+        snprintf(key, sizeof(key), "ns/p%d", i);
+        ks_store_put(s, 3, key, json_pack("{s:{}}", "metadata"), KS_PUT_CREATE, 0, NULL);
+    }
+    ck_assert_int_eq(ks_store_wait_events(s, 2, 2, 0, evs, 8, &n, &cursor), FG_OK);
+    ck_assert_int_eq(n, 0);
+    ck_assert_int_eq(cursor, 12);
+    ck_assert_int_eq(ks_store_wait_events(s, -1, 2, 0, evs, 8, &n, &cursor), KS_EEXPIRED);
+    ks_store_put(s, 2, "ns/a", json_pack("{s:{}}", "metadata"), KS_PUT_UPDATE, 0, NULL); /* 13 */
+    ks_store_put(s, 3, "ns/p0", json_pack("{s:{}}", "metadata"), KS_PUT_UPDATE, 0, NULL);
+    ck_assert_int_eq(ks_store_wait_events(s, 2, 2, 0, evs, 8, &n, &cursor), FG_OK);
+    ck_assert_int_eq(n, 1);
+    ck_assert_int_eq(evs[0].rv, 13);
+    ck_assert_int_eq(evs[0].type, KS_MODIFIED);
+    ck_assert_int_eq(cursor, 14);
+    ks_events_release(evs, n);
+    for (int i = 0; i < 6; i++) /* 15..20: the ring keeps 16..20, 15 (ns/a's) is dropped */
+        ks_store_put(s, 2, "ns/a", json_pack("{s:{}}", "metadata"), KS_PUT_UPDATE, 0, NULL);
+    ck_assert_int_eq(ks_store_wait_events(s, 2, 14, 0, evs, 8, &n, &cursor), KS_EEXPIRED);
+    ck_assert_int_eq(ks_store_wait_events(s, 2, 15, 0, evs, 8, &n, &cursor), FG_OK);
+    ck_assert_int_eq(n, 5);
+    ks_events_release(evs, n);
+    ks_store_free(s);
+}
+END_TEST
+
 START_TEST(watch_from_rv_streams_added_modified_deleted_in_order) {
     ks_cluster_t *c = test_cluster(100);
     call_t r, w2;
@@ -308,6 +345,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, watch_label_selector_turns_leaving_into_deleted);
     tcase_add_test(tc, watch_send_initial_events_ends_with_annotated_bookmark);
     tcase_add_test(tc, watch_sends_periodic_bookmarks_and_ends_at_timeout);
+    tcase_add_test(tc, watch_of_one_kind_expires_only_when_its_own_events_are_dropped);
     suite_add_tcase(s, tc);
     return s;
 }
