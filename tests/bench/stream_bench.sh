@@ -177,7 +177,11 @@ STEADY_FILE="$tmp/steady-direct" /usr/bin/python3 tests/bench/stream_client.py s
     "$ks/api/v1/namespaces/demo/pods/web-{i}/log?follow=true&timestamps=true&tailLines=1" \
     ks-token "$tmp/tls/ca.crt" "$STREAMS" "$SECONDS_HELD" >"$tmp/straight.json" &
 refall=$!
-for _ in $(seq 1 1200); do [ -s "$tmp/steady-direct" ] && break; sleep 0.1; done
+for _ in $(seq 1 1200); do
+    [ -s "$tmp/steady-direct" ] && break
+    kill -0 "$refall" 2>/dev/null || { wait "$refall"; exit 1; } # it failed at open: said why
+    sleep 0.1
+done
 sleep 1
 get_ref=$(get_window straight "stream-client=$refall")
 wait "$refall"
@@ -187,7 +191,11 @@ wait "$refall"
 STEADY_FILE="$tmp/steady" /usr/bin/python3 tests/bench/stream_client.py gate 127.0.0.1 "$fg_port" \
     "$token" "$STREAMS" "$SECONDS_HELD" "$tmp/fleetgate.pid" >"$tmp/gate.json" &
 client=$!
-for _ in $(seq 1 1200); do [ -s "$tmp/steady" ] && break; sleep 0.1; done
+for _ in $(seq 1 1200); do
+    [ -s "$tmp/steady" ] && break
+    kill -0 "$client" 2>/dev/null || { wait "$client"; exit 1; } # an open failed: said why
+    sleep 0.1
+done
 direct_run $((SECONDS_HELD - 2)) >"$tmp/direct.json" &
 ref=$!
 sleep 1
