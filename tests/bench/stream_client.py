@@ -3,8 +3,12 @@
 
   stream_client.py direct URL TOKEN CA N SECONDS    N follows straight to kubesim (TLS, threads)
   stream_client.py gate HOST PORT TOKEN N SECONDS PIDFILE  N follows through fleetgate (plain
-                                                   HTTP/1.0, one selector), fleetgate's RSS read
+                                                   HTTP/1.1, one selector), fleetgate's RSS read
                                                    before and after they are open
+  stream_client.py straight URL TOKEN CA N SECONDS  N follows straight to kubesim read as the
+                                                   gate's are (HTTP/1.1, one thread, one
+                                                   selector; TLS): the same client load on the
+                                                   machine, without fleetgate
 
 Each line carries kubesim's timestamp (timestamps=true: the time the line was due); its latency
 is the time it arrived minus that. Prints JSON: lines, p50/p99 latency in ms, RSS figures."""
@@ -60,7 +64,9 @@ class Reader:
                 return
             if not self.buf.startswith(b"HTTP/1.") or b" 200 " not in self.buf[:16]:
                 raise SystemExit("answer: %r" % self.buf[:1200])
-            self.buf, self.head = self.buf[end + 4:], False
+            head, self.buf, self.head = self.buf[:end].lower(), self.buf[end + 4:], False
+            if self.chunked == "auto":
+                self.chunked = b"transfer-encoding: chunked" in head
             if self.chunked:
                 self.raw, self.buf = self.buf, b""
                 self.dechunk()
@@ -123,6 +129,51 @@ def direct(url, token, ca, n, seconds):
     for t in ts:
         t.join()
     print(json.dumps({"lines": len(lat), "p50_ms": pct(lat, 0.5), "p99_ms": pct(lat, 0.99)}))
+
+
+def straight(url, token, ca, n, seconds):
+    """The load of gate() without fleetgate: the same N follows read kubesim straight, in one
+    thread and one selector, each line parsed and timed the same way (the TLS records the loop
+    decrypts through fleetgate are decrypted here). Runs SECONDS once all are open."""
+    host, port_path = url.split("://", 1)[1].split(":", 1)
+    port, path = port_path.split("/", 1)
+    ctx = ssl.create_default_context(cafile=ca)
+    sel, lat = selectors.DefaultSelector(), []
+    t0 = time.time() + 3600.0
+    for i in range(n):
+        s = ctx.wrap_socket(socket.create_connection((host, int(port))), server_hostname=host)
+        p = "/" + path.replace("{i}", str(i % 10))
+        s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n"
+                   % (p, host, token)).encode())
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ, Reader(lat, t0, chunked="auto"))
+
+    def pump(timeout):
+        for key, _ in sel.select(timeout=timeout):
+            while True:  # what OpenSSL decrypted stays in it: read until it wants the socket
+                try:
+                    d = key.fileobj.recv(65536)
+                except (ssl.SSLWantReadError, BlockingIOError):
+                    break
+                if not d:
+                    sel.unregister(key.fileobj)
+                    key.fileobj.close()
+                    break
+                key.data.feed(d, time.time())
+
+    deadline = time.time() + 120
+    while any(k.data.head for k in sel.get_map().values()) and time.time() < deadline:
+        pump(0.2)
+    t0 = time.time() + 1.0
+    for k in sel.get_map().values():
+        k.data.t0 = t0
+    if os.environ.get("STEADY_FILE"):
+        with open(os.environ["STEADY_FILE"], "w") as f:
+            f.write("%f\n" % t0)
+    while time.time() < t0 + seconds:
+        pump(0.2)
+    print(json.dumps({"streams": n, "live_at_end": len(sel.get_map()), "lines": len(lat),
+                      "p50_ms": pct(lat, 0.5), "p99_ms": pct(lat, 0.99)}))
 
 
 # The follows through fleetgate speak HTTP/1.1 (chunked bodies, as kubectl and curl get them;
@@ -190,7 +241,9 @@ def gate(host, port, token, n, seconds, pidfile):
                       if cpu0 is not None else None}))
 
 
-if sys.argv[1] == "direct":
+if sys.argv[1] == "straight":
+    straight(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), float(sys.argv[6]))
+elif sys.argv[1] == "direct":
     direct(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), float(sys.argv[6]))
 else:
     gate(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), float(sys.argv[6]), sys.argv[7])
