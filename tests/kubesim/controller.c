@@ -159,7 +159,7 @@ static int api(ks_cluster_t *c, const char *method, const char *path, const char
                json_t *body, const char *manager, json_t **out) {
     size_t len = 0;
     api_calls++;
-    char *text = body ? ks_json_dumps(body, &len) : NULL;
+    char *text = body ? fg_json_dumps(body, &len) : NULL;
     ks_req_t req = {.method = method,
                     .path = path,
                     .content_type = ctype,

@@ -160,12 +160,6 @@ int ks_store_wait_events(ks_store_t *s, int res, int64_t after, int wait_ms, ks_
                          size_t max, size_t *n_out, int64_t *cursor_out);
 void ks_events_release(ks_event_t *evs, size_t n);
 
-/* ---- JSON text (dump.c) ------------------------------------------------------ */
-
-/* Compact JSON of j, the very bytes json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) gives, faster
- * (malloc'd, NUL-terminated; the caller frees). *len_out (may be NULL) gets the length. */
-char *ks_json_dumps(const json_t *j, size_t *len_out);
-
 /* ---- selectors (selector.c) --------------------------------------------- */
 
 typedef struct ks_selector ks_selector_t;

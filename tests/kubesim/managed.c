@@ -29,7 +29,7 @@ static char *item_key(const json_t *item) {
     } else {
         return NULL;
     }
-    char *s = ks_json_dumps(k, NULL);
+    char *s = fg_json_dumps(k, NULL);
     char *out = fg_xasprintf("k:%s", s);
     free(s);
     json_decref(k);

@@ -200,7 +200,7 @@ char *ks_continue_encode(int64_t rv, const char *last_key) {
     json_t *j = json_pack("{s:s, s:I, s:s}", "v", "meta.k8s.io/v1", "rv", (json_int_t)rv, "start",
                           last_key);
     size_t len = 0;
-    char *s = ks_json_dumps(j, &len);
+    char *s = fg_json_dumps(j, &len);
     char *tok = b64url_encode(s, len);
     free(s);
     json_decref(j);

@@ -22,7 +22,7 @@ void ks_resp_free(ks_resp_t *r) {
 void ks_json_reply(ks_resp_t *out, int code, json_t *j) {
     out->code = code;
     out->content_type = "application/json";
-    out->body = ks_json_dumps(j, &out->len);
+    out->body = fg_json_dumps(j, &out->len);
     json_decref(j);
 }
 

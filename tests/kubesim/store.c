@@ -103,7 +103,7 @@ static ks_obj_t *obj_new(int res, const char *key, json_t *json, int64_t rv) {
     o->res = res;
     o->key = fg_xstrdup(key);
     o->json = json;
-    o->ser = ks_json_dumps(json, &o->ser_len);
+    o->ser = fg_json_dumps(json, &o->ser_len);
     o->rv = rv;
     o->owned = json_array_size(json_object_get(meta, "ownerReferences")) > 0;
     return o;
