@@ -40,7 +40,18 @@ local function decode(s)
   if ok and type(o) == 'table' then return o end
   return nil
 end
-local o = decode(redis.call('HGET', KEYS[1], name))
+local old = redis.call('HGET', KEYS[1], name)
+-- Cheap exits before any decoding, for the usual "nothing to compare": the watch bringing the
+-- version a write-through compared (or a replay), an older version than the cached one. The
+-- versions are read as cache_upsert.lua reads them (the first "version" member: every
+-- simplified object starts with its identity); the decoded checks below stay as they were.
+if obj ~= '' and old then
+  local function version_of(json) return string.match(json, '"version":"([^"]*)"') end
+  local ov, nv = version_of(old), version_of(obj)
+  if ov and ov == nv then return 0 end
+  if newer(ov, nv) then return 0 end
+end
+local o = decode(old)
 local n = decode(obj)
 if obj ~= '' and not n then return 0 end
 if not o and (listing or not n) then return 0 end
