@@ -51,6 +51,19 @@ if obj ~= '' and old then
   if ov and ov == nv then return 0 end
   if newer(ov, nv) then return 0 end
 end
+-- A pod's entries all come from its new state (crash loops, OOM kills, unschedulable,
+-- evicted; its creation and deletion are none), and each needs one of these words in the new
+-- object's text (fleetgate's own JSON: ASCII never escaped), so most pod events, its
+-- scheduling, start and readiness, are answered without decoding either object.
+if kind == 'Pod' then
+  if obj == '' then return 0 end
+  local found = false
+  for _, w in ipairs({'"lastTermination"', 'CrashLoopBackOff', 'OOMKilled', 'Unschedulable',
+                      'Evicted'}) do
+    if string.find(obj, w, 1, true) then found = true break end
+  end
+  if not found then return 0 end
+end
 local o = decode(old)
 local n = decode(obj)
 if obj ~= '' and not n then return 0 end

@@ -417,6 +417,77 @@ START_TEST(pod_change_names_its_app) {
 }
 END_TEST
 
+/* A watch event of pod shop/web-1 (obj: its JSON, "" when deleted) as the informer applies it:
+ * the history's comparison, then the cache's write. Answers the entries the history added. */
+static int64_t watch_pod(const char *version, const char *obj) {
+    char now[24];
+    snprintf(now, sizeof now, "%lld", (long long)fg_wall_ms());
+    const char *hist[] = {"EVAL",
+                          fg_insight_history_lua,
+                          "4",
+                          "fg:o:pod:east:shop",
+                          "fg:hist:shop",
+                          "fg:histx:shop",
+                          "fg:rv:east:pods",
+                          "web-1",
+                          obj,
+                          "Pod",
+                          "east",
+                          version,
+                          now,
+                          "2592000000",
+                          "10000",
+                          "0",
+                          "watch"};
+    int64_t added = eval(sizeof hist / sizeof hist[0], hist);
+    const char *up[] = {"EVAL",
+                        obj[0] ? fg_cache_upsert_lua : fg_cache_delete_lua,
+                        "5",
+                        "fg:o:pod:east:shop",
+                        "fg:i:pod:east:shop",
+                        "fg:s:pod:east",
+                        "fg:rv:east:pods",
+                        "fg:sync:east:pods",
+                        "web-1",
+                        obj,
+                        "shop",
+                        version,
+                        "1000",
+                        "web",
+                        "east",
+                        "pod"};
+    eval(sizeof up / sizeof up[0], up);
+    return added;
+}
+
+/* Pod shop/web-1 at version with one container of the members c. */
+static char *pod_json(const char *version, const char *c) {
+    return fg_xasprintf("{\"name\":\"web-1\",\"project\":\"shop\",\"cluster\":\"east\","
+                        "\"zone\":\"z1\",\"uid\":\"p\",\"version\":\"%s\",\"app\":\"web\","
+                        "\"containers\":[{\"name\":\"c\",%s}]}",
+                        version, c);
+}
+
+/* A pod's history comes from its new state only: its creation, start and deletion add
+ * nothing (answered without decoding), a crash loop adds its entry once. */
+START_TEST(pod_history_from_its_state_only) {
+    char *pending = pod_json("5", "\"state\":\"waiting\",\"restarts\":0"),
+         *running = pod_json("6", "\"state\":\"running\",\"restarts\":0"),
+         *looping = pod_json("7", "\"state\":\"waiting\",\"reason\":\"CrashLoopBackOff\","
+                                  "\"restarts\":2,\"lastTermination\":{\"exitCode\":1}");
+    const char *hl[] = {"HLEN", "fg:hist:shop"};
+    ck_assert_int_eq(watch_pod("5", pending), 0);
+    ck_assert_int_eq(watch_pod("6", running), 0);
+    ck_assert_int_eq(watch_pod("7", looping), 1);
+    ck_assert_int_eq(watch_pod("7", looping), 0); /* a replay */
+    ck_assert_int_eq(watch_pod("8", ""), 0);
+    ck_assert_int_eq(int_of(2, hl), 1);
+    free(pending);
+    free(running);
+    free(looping);
+}
+END_TEST
+
 START_TEST(redis_gone_is_eio_and_nothing_shown) {
     tr_redis_stop(&srv);
     fg_cache_through_t it = {.kind = "app",
@@ -448,6 +519,7 @@ static Suite *through_suite(void) {
     tcase_add_test(tc, redis_gone_is_eio_and_nothing_shown);
     tcase_add_test(tc, watch_of_a_written_version_records_it_once);
     tcase_add_test(tc, pod_change_names_its_app);
+    tcase_add_test(tc, pod_history_from_its_state_only);
     suite_add_tcase(s, tc);
     return s;
 }
