@@ -11,7 +11,8 @@
 -- KEYS[4] fg:chgv:{kind}:{cluster}:{scope}:{name} (the version last streamed for the object)
 -- ARGV: name, object JSON ('' for a delete), API kind (App, Pod...), cluster, version, time
 --       (RFC 3339), max entries of the stream, cache kind (pod, app...), mode ('watch', 'list'
---       or 'through')
+--       or 'through'), and optionally the app the object belongs to (its "app" member, '' for
+--       none) when the caller knows it, so the object need not be decoded for it
 -- Once and in order: nothing when the cache holds this version or a newer one (a replayed
 -- watch; the watch bringing a version a write-through streamed; an older watch event after a
 -- write-through stored a newer one), nor when KEYS[4] says this version or a newer one was
@@ -24,8 +25,9 @@
 -- the cache lacks is not streamed, so a relist after a FLUSHALL streams nothing; the objects a
 -- relist no longer finds come as deletes (cache_gone.lua, then mode 'watch').
 -- Returns the new entry's id, or false when nothing was added.
-local name, obj, kind, cluster, version, time, maxlen, ckind, mode =
-  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9] or 'watch'
+local name, obj, kind, cluster, version, time, maxlen, ckind, mode, known_app =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9] or 'watch',
+  ARGV[10]
 local MARK_TTL_S = 3600
 
 -- resourceVersions compare as decimal numbers, as in cache_upsert.lua; nil when not comparable
@@ -77,9 +79,11 @@ redis.call('SET', KEYS[4], version, 'EX', MARK_TTL_S)
 -- (an app is its own: only the other kinds decode an object, the new one or else the old)
 local app = ''
 local src = nil
-if ckind ~= 'app' then src = decode(obj) or decode(old) end
+if ckind ~= 'app' and not (known_app and obj ~= '') then src = decode(obj) or decode(old) end
 if ckind == 'app' then
   app = name
+elseif known_app and obj ~= '' then
+  app = known_app
 elseif src then
   if type(src.app) == 'string' then app = src.app
   elseif ckind == 'scaler' and type(src.target) == 'table' and type(src.target.name) == 'string'
