@@ -612,9 +612,9 @@ static int apply_and_reply(fg_req_t *req, app_t *a, fg_fed_write_t *w, size_t n,
     n = n < FG_FED_MAX_CLUSTERS ? n : FG_FED_MAX_CLUSTERS;
     /* All the answers are written through in one round trip once the last came (a create
      * writes each through as it comes, fg_fed_write_all_through): the clusters answer a
-     * change of a few fields within a millisecond of each other, so a round trip each would
-     * buy no time, and at 200 scales/s the extra round trips cost fleetgate about 7% of its
-     * CPU per scale and Redis about 10% (A/B in /work/notes/issue-13-writethrough.md). */
+     * change of a few fields within a millisecond of each other, so a round trip each buys no
+     * time, and one costs fewer wake-ups (at 200 scales/s: 1-7% of fleetgate's CPU per scale
+     * and about 3% of Redis's, within the noise of a shared machine). */
     size_t failed = fg_fed_write_all(api->fed, w, n, WR_CLUSTER_DEADLINE_MS, o);
     fg_fed_write_through_keep(api->fed, w, o, n, shown, kept);
     if (failed > 0)
