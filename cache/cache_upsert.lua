@@ -41,8 +41,9 @@ if mode == 'through' then
   local seen = redis.call('GET', KEYS[4])
   if seen and newer(rv, seen) == false then return 2 end
   if old and newer(rv, version_of(old)) == false then return 2 end
-elseif old and newer(version_of(old), rv) then
-  -- a write-through put a newer version: keep it, the watch only moves on
+elseif old and (old == obj or newer(version_of(old), rv)) then
+  -- a write-through put this very object (the watch bringing the version it wrote) or a newer
+  -- version: keep it, the watch only moves on
   redis.call('SET', KEYS[4], rv)
   redis.call('HSET', KEYS[5], 'rv', rv, 'lastEventMs', now)
   return 0

@@ -11,7 +11,8 @@
 -- KEYS[4] fg:chgv:{kind}:{cluster}:{scope}:{name} (the version last streamed for the object)
 -- ARGV: name, object JSON ('' for a delete), API kind (App, Pod...), cluster, version, time
 --       (RFC 3339), max entries of the stream, cache kind (pod, app...), mode ('watch', 'list'
---       or 'through')
+--       or 'through'), and optionally the app the object belongs to (its "app" member, '' for
+--       none) when the caller knows it, so the object need not be decoded for it
 -- Once and in order: nothing when the cache holds this version or a newer one (a replayed
 -- watch; the watch bringing a version a write-through streamed; an older watch event after a
 -- write-through stored a newer one), nor when KEYS[4] says this version or a newer one was
@@ -24,8 +25,9 @@
 -- the cache lacks is not streamed, so a relist after a FLUSHALL streams nothing; the objects a
 -- relist no longer finds come as deletes (cache_gone.lua, then mode 'watch').
 -- Returns the new entry's id, or false when nothing was added.
-local name, obj, kind, cluster, version, time, maxlen, ckind, mode =
-  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9] or 'watch'
+local name, obj, kind, cluster, version, time, maxlen, ckind, mode, known_app =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9] or 'watch',
+  ARGV[10]
 local MARK_TTL_S = 3600
 
 -- resourceVersions compare as decimal numbers, as in cache_upsert.lua; nil when not comparable
@@ -40,20 +42,26 @@ local function newer(a, b) -- a > b, or nil
   return a > b
 end
 
-local old = redis.call('HGET', KEYS[1], name)
+-- The cached object's version, read as cache_upsert.lua reads it (its first "version" member:
+-- every simplified object starts with its identity), so the usual answer, "nothing changed"
+-- (the watch bringing the version a write-through streamed), costs no JSON decoding.
+local function version_of(json)
+  return json and string.match(json, '"version":"([^"]*)"') or nil
+end
 local function decode(s)
   if not s or s == '' then return nil end
   local ok, o = pcall(cjson.decode, s)
   if ok and type(o) == 'table' then return o end
   return nil
 end
-local o = decode(old)
-local n = decode(obj)
+
+local old = redis.call('HGET', KEYS[1], name)
+local ov = version_of(old)
 if obj == '' then
   if not old then return false end
-elseif mode == 'list' and not o then
+elseif mode == 'list' and not decode(old) then
   return false
-elseif o and o.version == version then
+elseif ov and ov == version then
   return false
 end
 if mode == 'through' then
@@ -63,15 +71,19 @@ if mode == 'through' then
   if seen and newer(version, seen) == false then return false end
 end
 -- older than the cached object: a write-through stored a newer one first
-if o and newer(o.version, version) then return false end
+if ov and newer(ov, version) then return false end
 local mark = redis.call('GET', KEYS[4])
 if mark and (mark == version or newer(version, mark) == false) then return false end
 redis.call('SET', KEYS[4], version, 'EX', MARK_TTL_S)
 -- the app the object belongs to, for the stream's app filter
+-- (an app is its own: only the other kinds decode an object, the new one or else the old)
 local app = ''
-local src = n or o
+local src = nil
+if ckind ~= 'app' and not (known_app and obj ~= '') then src = decode(obj) or decode(old) end
 if ckind == 'app' then
   app = name
+elseif known_app and obj ~= '' then
+  app = known_app
 elseif src then
   if type(src.app) == 'string' then app = src.app
   elseif ckind == 'scaler' and type(src.target) == 'table' and type(src.target.name) == 'string'

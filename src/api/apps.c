@@ -610,8 +610,14 @@ static int apply_and_reply(fg_req_t *req, app_t *a, fg_fed_write_t *w, size_t n,
     fg_api_t *api = fg_req_app(req);
     int rc = FG_OK;
     n = n < FG_FED_MAX_CLUSTERS ? n : FG_FED_MAX_CLUSTERS;
-    /* each cluster's answer is written through as it comes, while the others are on their way */
-    if (fg_fed_write_all_through(api->fed, w, n, WR_CLUSTER_DEADLINE_MS, o, shown, kept) > 0)
+    /* All the answers are written through in one round trip once the last came (a create
+     * writes each through as it comes, fg_fed_write_all_through): the clusters answer a
+     * change of a few fields within a millisecond of each other, so a round trip each buys no
+     * time, and one costs fewer wake-ups (at 200 scales/s: 1-7% of fleetgate's CPU per scale
+     * and about 3% of Redis's, within the noise of a shared machine). */
+    size_t failed = fg_fed_write_all(api->fed, w, n, WR_CLUSTER_DEADLINE_MS, o);
+    fg_fed_write_through_keep(api->fed, w, o, n, shown, kept);
+    if (failed > 0)
         wr_reply_failure(req, w, o, n, NULL);
     else if (wr_wait_shown(req, w, o, n, "app", DEPLOYMENTS, a->project, a->name, false, shown))
         rc = reply_app_kept(req, &a->c, a->objs, w, kept, n, a->project, a->name, 200,

@@ -108,7 +108,7 @@ bool insight_event_cmd(insight_event_cmd_t *cmd, const char *sha1, const fg_insi
  * each write-through of one, is offered to its project's stream by cache/insight_change.lua,
  * sent just before the cache's own write of it (the script compares it with the cached object,
  * and streams each version of an object once, in order, whichever writer comes first). */
-#define INSIGHT_CHANGE_ARGC 16
+#define INSIGHT_CHANGE_ARGC 17 /* at most: 16, and the app when the caller knows it */
 
 /* Where one object comes from, for insight_change_cmd and insight_history_cmd: a watch event, a
  * LIST item (a relist) or a write-through. */
@@ -117,6 +117,7 @@ typedef enum { HIST_WATCH, HIST_LIST, HIST_THROUGH } insight_history_from_t;
 typedef struct {
     fg_cache_key_t objects, stream, rv, mark;
     char time[40], maxlen[24];
+    int argc; /* of argv */
     const char *argv[INSIGHT_CHANGE_ARGC];
     size_t lens[INSIGHT_CHANGE_ARGC];
 } insight_change_cmd_t;
@@ -131,6 +132,11 @@ bool insight_change_cmd(insight_change_cmd_t *cmd, const char *sha1, const fg_in
                         const char *kind, const char *resource, const char *cluster,
                         const char *name, const char *scope, const char *text, size_t len,
                         const char *version, insight_history_from_t from);
+
+/* Adds to cmd (filled by insight_change_cmd) the app its object belongs to, as the translated
+ * object's "app" member says ("" when it has none; borrowed), so the script need not decode the
+ * object to find it. Only for an object whose app is that member (a pod). */
+void insight_change_cmd_app(insight_change_cmd_t *cmd, const char *app);
 
 /* The workload history: each watch event and each LIST item of a pod, app, job set, cron job or
  * scaler, and each write-through of one, is compared with the cached object by

@@ -570,7 +570,7 @@ static void page_work(job_t *j) {
         if (insight_change_cmd(&chg, o->scripts[S_CHANGE].sha1, &o->insights, j->in->ki->name,
                                j->in->ki->resource, j->in->cl->conf->name, name, scope, text, len,
                                version, HIST_LIST))
-            emit(j, INSIGHT_CHANGE_ARGC, chg.argv, chg.lens);
+            emit(j, chg.argc, chg.argv, chg.lens);
         /* history: this item against the object the cache holds (none: nothing, never Created) */
         insight_history_cmd_t hc;
         if (insight_history_cmd(&hc, o->scripts[S_HISTORY].sha1, &o->insights, j->in->ki->name,
@@ -722,7 +722,7 @@ static void list_gone(inf_t *in) {
         if (insight_change_cmd(&chg, o->scripts[S_CHANGE].sha1, &o->insights, in->ki->name,
                                in->ki->resource, c->conf->name, name, scope, "", 0, in->list_rv,
                                HIST_WATCH))
-            writer_append(&c->w, INSIGHT_CHANGE_ARGC, chg.argv, chg.lens);
+            writer_append(&c->w, chg.argc, chg.argv, chg.lens);
         insight_history_cmd_t hc;
         if (insight_history_cmd(&hc, o->scripts[S_HISTORY].sha1, &o->insights, in->ki->name,
                                 in->ki->resource, c->conf->name, name, scope, "", 0, in->list_rv,
@@ -945,8 +945,13 @@ static void apply_event(inf_t *in, const fg_kube_event_t *ev) {
         version = json_string_value(json_object_get(t, "version"));
     if (insight_change_cmd(&chg, c->owner->scripts[S_CHANGE].sha1, &c->owner->insights,
                            in->ki->name, in->ki->resource, c->conf->name, name, scope, text, len,
-                           version, HIST_WATCH))
-        writer_append(&c->w, INSIGHT_CHANGE_ARGC, chg.argv, chg.lens);
+                           version, HIST_WATCH)) {
+        if (in->ki->kind == FG_KIND_POD && t != NULL) {
+            const char *papp = json_string_value(json_object_get(t, "app"));
+            insight_change_cmd_app(&chg, papp ? papp : "");
+        }
+        writer_append(&c->w, chg.argc, chg.argv, chg.lens);
+    }
     insight_history_cmd_t hc;
     if (insight_history_cmd(&hc, c->owner->scripts[S_HISTORY].sha1, &c->owner->insights,
                             in->ki->name, in->ki->resource, c->conf->name, name, scope, text, len,

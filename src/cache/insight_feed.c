@@ -72,15 +72,23 @@ bool insight_change_cmd(insight_change_cmd_t *cmd, const char *sha1, const fg_in
     fg_cache_key_change_mark(&cmd->mark, kind, cluster, scope, name);
     fg_format_time_ms(fg_wall_ms(), cmd->time, sizeof cmd->time);
     snprintf(cmd->maxlen, sizeof cmd->maxlen, "%lld", (long long)conf->changes_max_per_project);
-    const char *a[INSIGHT_CHANGE_ARGC] = {"EVALSHA",     sha1,        "4",         cmd->objects.s,
-                                          cmd->stream.s, cmd->rv.s,   cmd->mark.s, name,
-                                          text,          api,         cluster,     version,
-                                          cmd->time,     cmd->maxlen, kind,        from_mode(from)};
+    const char *a[] = {"EVALSHA",     sha1,        "4",         cmd->objects.s,
+                       cmd->stream.s, cmd->rv.s,   cmd->mark.s, name,
+                       text,          api,         cluster,     version,
+                       cmd->time,     cmd->maxlen, kind,        from_mode(from)};
+    cmd->argc = (int)(sizeof a / sizeof a[0]);
     memcpy(cmd->argv, a, sizeof a);
-    for (int i = 0; i < INSIGHT_CHANGE_ARGC; i++)
+    for (int i = 0; i < cmd->argc; i++)
         cmd->lens[i] = strlen(a[i]);
     cmd->lens[8] = len;
     return true;
+}
+
+void insight_change_cmd_app(insight_change_cmd_t *cmd, const char *app) {
+    if (cmd->argc >= INSIGHT_CHANGE_ARGC)
+        return;
+    cmd->argv[cmd->argc] = app;
+    cmd->lens[cmd->argc++] = strlen(app);
 }
 
 /* The API's kind of the cache kinds that have a history. */

@@ -52,7 +52,9 @@ static size_t add_change(fg_redis_batch_t *b, const fg_cache_through_t *it) {
                             it->name, it->scope, it->object, strlen(it->object), it->rv,
                             HIST_THROUGH))
         return SIZE_MAX;
-    return fg_redis_batch_add(b, INSIGHT_CHANGE_ARGC, cc.argv, cc.lens);
+    if (strcmp(it->kind, "pod") == 0)
+        insight_change_cmd_app(&cc, it->app ? it->app : ""); /* a pod's app: its "app" member */
+    return fg_redis_batch_add(b, (size_t)cc.argc, cc.argv, cc.lens);
 }
 
 /* Appends item it's history comparison when its kind has a history; returns its index in the

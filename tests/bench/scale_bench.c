@@ -257,12 +257,13 @@ int main(int argc, char **argv) {
            THREADS, rate, seconds);
     double f50, f99, d50, d99;
     int ferr, derr;
-    double cpu0 = cpu_s(d[0]) + cpu_s(d[1]), k0 = cpu_s(ks.pid);
+    double cpu0 = cpu_s(d[0]) + cpu_s(d[1]), k0 = cpu_s(ks.pid), r0 = cpu_s(redis.pid);
     run("scale through fleetgate (2 replicas)", false, &f50, &f99, &ferr);
-    double cpu1 = cpu_s(d[0]) + cpu_s(d[1]), k1 = cpu_s(ks.pid), n = (double)rate * seconds;
+    double cpu1 = cpu_s(d[0]) + cpu_s(d[1]), k1 = cpu_s(ks.pid), r1 = cpu_s(redis.pid),
+           n = (double)rate * seconds;
     /* CPU per scale is what load on the machine changes least: the figure to compare builds */
-    printf("CPU per scale: fleetgate (both replicas) %.2f ms, kubesim %.2f ms\n",
-           (cpu1 - cpu0) * 1e3 / n, (k1 - k0) * 1e3 / n);
+    printf("CPU per scale: fleetgate (both replicas) %.2f ms, kubesim %.2f ms, redis %.2f ms\n",
+           (cpu1 - cpu0) * 1e3 / n, (k1 - k0) * 1e3 / n, (r1 - r0) * 1e3 / n);
     run("replicas patch straight to kubesim", true, &d50, &d99, &derr);
     printf("ratio fleetgate / direct: p50 %.2f  p99 %.2f   (goal: p99 < 50 ms, no error)\n",
            f50 / d50, f99 / d99);

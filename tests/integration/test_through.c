@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const char fg_cache_upsert_lua[], fg_cache_delete_lua[];
+extern const char fg_cache_upsert_lua[], fg_cache_delete_lua[], fg_insight_history_lua[],
+    fg_insight_change_lua[];
 
 static tr_redis_t srv;
 static fg_redis_t *r;
@@ -246,6 +247,311 @@ START_TEST(scripts_flushed_are_loaded_again) {
 }
 END_TEST
 
+/* An app of desired replicas d, as translate makes it (identity first). */
+static char *app_replicas_json(const char *version, int d) {
+    return fg_xasprintf("{\"name\":\"web\",\"project\":\"shop\",\"cluster\":\"east\",\"zone\":"
+                        "\"z1\",\"uid\":\"u-1\",\"version\":\"%s\",\"replicas\":{\"desired\":%d},"
+                        "\"containers\":[{\"name\":\"c\",\"image\":\"nginx:1\"}]}",
+                        version, d);
+}
+
+/* Runs one script (EVAL) with its arguments; answers its integer reply (a nil: -1). */
+static int64_t eval(size_t argc, const char *const *argv) {
+    fg_redis_reply_t *rep = NULL;
+    ck_assert_int_eq(fg_redis_query(r, argc, argv, &rep, NULL, 0), FG_OK);
+    ck_assert_int_ne(fg_redis_reply_type(rep), FG_REDIS_ERROR);
+    int64_t v = fg_redis_reply_type(rep) == FG_REDIS_INTEGER ? fg_redis_reply_int(rep) : -1;
+    fg_redis_reply_free(rep);
+    return v;
+}
+
+/* A watch event of shop/web d replicas as the informer applies it (apply_event): the change
+ * stream's comparison, the history's, then the upsert, each with the informer's arguments. */
+static void watch_app(const char *version, int d) {
+    char *obj = app_replicas_json(version, d);
+    char now[24];
+    snprintf(now, sizeof now, "%lld", (long long)fg_wall_ms()); /* the history's retention */
+    const char *chg[] = {"EVAL",
+                         fg_insight_change_lua,
+                         "4",
+                         "fg:o:app:east:shop",
+                         "fg:chg:shop",
+                         "fg:rv:east:deployments",
+                         "fg:chgv:app:east:shop:web",
+                         "web",
+                         obj,
+                         "App",
+                         "east",
+                         version,
+                         "2026-11-24T00:00:00Z",
+                         "1000",
+                         "app",
+                         "watch"};
+    const char *hist[] = {"EVAL",
+                          fg_insight_history_lua,
+                          "4",
+                          "fg:o:app:east:shop",
+                          "fg:hist:shop",
+                          "fg:histx:shop",
+                          "fg:rv:east:deployments",
+                          "web",
+                          obj,
+                          "App",
+                          "east",
+                          version,
+                          now,
+                          "2592000000",
+                          "10000",
+                          "0",
+                          "watch"};
+    const char *up[] = {"EVAL",
+                        fg_cache_upsert_lua,
+                        "5",
+                        "fg:o:app:east:shop",
+                        "fg:i:app:east:shop",
+                        "fg:s:app:east",
+                        "fg:rv:east:deployments",
+                        "fg:sync:east:deployments",
+                        "web",
+                        obj,
+                        "shop",
+                        version,
+                        "1000",
+                        "",
+                        "east",
+                        "app"};
+    eval(sizeof chg / sizeof chg[0], chg);
+    eval(sizeof hist / sizeof hist[0], hist);
+    eval(sizeof up / sizeof up[0], up);
+    free(obj);
+}
+
+static bool through_app(const char *version, int d) {
+    char *obj = app_replicas_json(version, d);
+    fg_cache_through_t it = {.kind = "app",
+                             .cluster = "east",
+                             .resource = "deployments",
+                             .scope = "shop",
+                             .name = "web",
+                             .object = obj,
+                             .rv = version};
+    bool shown = false;
+    ck_assert_int_eq(fg_cache_write_through(r, &it, 1, &shown), FG_OK);
+    free(obj);
+    return shown;
+}
+
+/* The watch bringing the version a write-through stored (its usual echo, which the scripts
+ * answer before decoding anything) records nothing again: one history entry and one change
+ * stream entry per change, whichever writer came first, and an older event adds nothing. */
+START_TEST(watch_of_a_written_version_records_it_once) {
+    const char *hl[] = {"HLEN", "fg:hist:shop"}, *zl[] = {"ZCARD", "fg:histx:shop"},
+               *xl[] = {"XLEN", "fg:chg:shop"};
+    char v[32], rv[32];
+    set_watch_rv("10");
+    ck_assert(through_app("11", 3)); /* created through fleetgate */
+    ck_assert_int_eq(int_of(2, hl), 1);
+    ck_assert_int_eq(int_of(2, xl), 1);
+    watch_app("11", 3); /* the watch's echo */
+    ck_assert_int_eq(int_of(2, hl), 1);
+    ck_assert_int_eq(int_of(2, zl), 1);
+    ck_assert_int_eq(int_of(2, xl), 1);
+    cached_version(v, sizeof v);
+    ck_assert_str_eq(v, "11");
+    get_string("fg:rv:east:deployments", rv, sizeof rv);
+    ck_assert_str_eq(rv, "11");
+    ck_assert(through_app("12", 4)); /* a scale through fleetgate: ReplicasChanged */
+    ck_assert_int_eq(int_of(2, hl), 2);
+    ck_assert_int_eq(int_of(2, xl), 2);
+    watch_app("12", 4);
+    watch_app("12", 4); /* a replay */
+    ck_assert_int_eq(int_of(2, hl), 2);
+    ck_assert_int_eq(int_of(2, xl), 2);
+    watch_app("13", 5); /* a change made straight on the cluster: the watch records it */
+    ck_assert_int_eq(int_of(2, hl), 3);
+    ck_assert_int_eq(int_of(2, xl), 3);
+    watch_app("12", 4); /* an older event: nothing, and the newer object stays */
+    ck_assert_int_eq(int_of(2, hl), 3);
+    ck_assert_int_eq(int_of(2, xl), 3);
+    cached_version(v, sizeof v);
+    ck_assert_str_eq(v, "13");
+}
+END_TEST
+
+/* A pod's change stream entry names its app, read from the new object. */
+/* The change stream's app field ("a") of each entry of shop's stream, oldest first, joined by
+ * commas. */
+static void stream_apps(char *out, size_t n) {
+    const char *xr[] = {"XRANGE", "fg:chg:shop", "-", "+"};
+    fg_redis_reply_t *rep = NULL;
+    ck_assert_int_eq(fg_redis_query(r, 4, xr, &rep, NULL, 0), FG_OK);
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t e = 0; e < fg_redis_reply_len(rep); e++) {
+        const fg_redis_reply_t *fields = fg_redis_reply_at(fg_redis_reply_at(rep, e), 1);
+        for (size_t i = 0; i + 1 < fg_redis_reply_len(fields); i += 2) {
+            size_t len, alen;
+            const char *k = fg_redis_reply_str(fg_redis_reply_at(fields, i), &len);
+            const char *a = fg_redis_reply_str(fg_redis_reply_at(fields, i + 1), &alen);
+            if (len == 1 && k[0] == 'a' && used < n)
+                used +=
+                    (size_t)snprintf(out + used, n - used, "%s%.*s", e ? "," : "", (int)alen, a);
+        }
+    }
+    fg_redis_reply_free(rep);
+}
+
+/* A pod's change names its app: given by the caller (a write-through, a watch event), or read
+ * from the object (a caller that does not give it; a deletion, from the cached object). */
+START_TEST(pod_change_names_its_app) {
+    set_watch_rv("1");
+    const char *setrv[] = {"SET", "fg:rv:east:pods", "1"};
+    ck_assert_int_eq(fg_redis_command(r, 3, setrv), FG_OK);
+    const char *pod = "{\"name\":\"web-1\",\"project\":\"shop\",\"cluster\":\"east\",\"zone\":"
+                      "\"z1\",\"uid\":\"p\",\"version\":\"5\",\"app\":\"web\"}",
+               *pod6 = "{\"name\":\"web-1\",\"project\":\"shop\",\"cluster\":\"east\",\"zone\":"
+                       "\"z1\",\"uid\":\"p\",\"version\":\"6\",\"app\":\"web\",\"ready\":true}";
+    fg_cache_through_t it = {.kind = "pod",
+                             .cluster = "east",
+                             .resource = "pods",
+                             .scope = "shop",
+                             .name = "web-1",
+                             .app = "web",
+                             .object = pod,
+                             .rv = "5"};
+    bool shown = false;
+    ck_assert_int_eq(fg_cache_write_through(r, &it, 1, &shown), FG_OK);
+    ck_assert(shown);
+    /* the change script as a caller that does not give the app (ARGV without it) */
+    const char *chg[] = {"EVAL",
+                         fg_insight_change_lua,
+                         "4",
+                         "fg:o:pod:east:shop",
+                         "fg:chg:shop",
+                         "fg:rv:east:pods",
+                         "fg:chgv:pod:east:shop:web-1",
+                         "web-1",
+                         pod6,
+                         "Pod",
+                         "east",
+                         "6",
+                         "2026-11-24T00:00:00Z",
+                         "1000",
+                         "pod",
+                         "watch"};
+    eval(sizeof chg / sizeof chg[0], chg);
+    const char *up[] = {"EVAL",
+                        fg_cache_upsert_lua,
+                        "5",
+                        "fg:o:pod:east:shop",
+                        "fg:i:pod:east:shop",
+                        "fg:s:pod:east",
+                        "fg:rv:east:pods",
+                        "fg:sync:east:pods",
+                        "web-1",
+                        pod6,
+                        "shop",
+                        "6",
+                        "1000",
+                        "web",
+                        "east",
+                        "pod"};
+    eval(sizeof up / sizeof up[0], up);
+    /* its deletion: the app from the cached object */
+    const char *del[] = {"EVAL",
+                         fg_insight_change_lua,
+                         "4",
+                         "fg:o:pod:east:shop",
+                         "fg:chg:shop",
+                         "fg:rv:east:pods",
+                         "fg:chgv:pod:east:shop:web-1",
+                         "web-1",
+                         "",
+                         "Pod",
+                         "east",
+                         "7",
+                         "2026-11-24T00:00:00Z",
+                         "1000",
+                         "pod",
+                         "watch"};
+    eval(sizeof del / sizeof del[0], del);
+    char apps[64];
+    stream_apps(apps, sizeof apps);
+    ck_assert_str_eq(apps, "web,web,web");
+}
+END_TEST
+
+/* A watch event of pod shop/web-1 (obj: its JSON, "" when deleted) as the informer applies it:
+ * the history's comparison, then the cache's write. Answers the entries the history added. */
+static int64_t watch_pod(const char *version, const char *obj) {
+    char now[24];
+    snprintf(now, sizeof now, "%lld", (long long)fg_wall_ms());
+    const char *hist[] = {"EVAL",
+                          fg_insight_history_lua,
+                          "4",
+                          "fg:o:pod:east:shop",
+                          "fg:hist:shop",
+                          "fg:histx:shop",
+                          "fg:rv:east:pods",
+                          "web-1",
+                          obj,
+                          "Pod",
+                          "east",
+                          version,
+                          now,
+                          "2592000000",
+                          "10000",
+                          "0",
+                          "watch"};
+    int64_t added = eval(sizeof hist / sizeof hist[0], hist);
+    const char *up[] = {"EVAL",
+                        obj[0] ? fg_cache_upsert_lua : fg_cache_delete_lua,
+                        "5",
+                        "fg:o:pod:east:shop",
+                        "fg:i:pod:east:shop",
+                        "fg:s:pod:east",
+                        "fg:rv:east:pods",
+                        "fg:sync:east:pods",
+                        "web-1",
+                        obj,
+                        "shop",
+                        version,
+                        "1000",
+                        "web",
+                        "east",
+                        "pod"};
+    eval(sizeof up / sizeof up[0], up);
+    return added;
+}
+
+/* Pod shop/web-1 at version with one container of the members c. */
+static char *pod_json(const char *version, const char *c) {
+    return fg_xasprintf("{\"name\":\"web-1\",\"project\":\"shop\",\"cluster\":\"east\","
+                        "\"zone\":\"z1\",\"uid\":\"p\",\"version\":\"%s\",\"app\":\"web\","
+                        "\"containers\":[{\"name\":\"c\",%s}]}",
+                        version, c);
+}
+
+/* A pod's history comes from its new state only: its creation, start and deletion add
+ * nothing (answered without decoding), a crash loop adds its entry once. */
+START_TEST(pod_history_from_its_state_only) {
+    char *pending = pod_json("5", "\"state\":\"waiting\",\"restarts\":0"),
+         *running = pod_json("6", "\"state\":\"running\",\"restarts\":0"),
+         *looping = pod_json("7", "\"state\":\"waiting\",\"reason\":\"CrashLoopBackOff\","
+                                  "\"restarts\":2,\"lastTermination\":{\"exitCode\":1}");
+    const char *hl[] = {"HLEN", "fg:hist:shop"};
+    ck_assert_int_eq(watch_pod("5", pending), 0);
+    ck_assert_int_eq(watch_pod("6", running), 0);
+    ck_assert_int_eq(watch_pod("7", looping), 1);
+    ck_assert_int_eq(watch_pod("7", looping), 0); /* a replay */
+    ck_assert_int_eq(watch_pod("8", ""), 0);
+    ck_assert_int_eq(int_of(2, hl), 1);
+    free(pending);
+    free(running);
+    free(looping);
+}
+END_TEST
+
 START_TEST(redis_gone_is_eio_and_nothing_shown) {
     tr_redis_stop(&srv);
     fg_cache_through_t it = {.kind = "app",
@@ -275,6 +581,9 @@ static Suite *through_suite(void) {
     tcase_add_test(tc, pods_are_filed_under_their_app);
     tcase_add_test(tc, scripts_flushed_are_loaded_again);
     tcase_add_test(tc, redis_gone_is_eio_and_nothing_shown);
+    tcase_add_test(tc, watch_of_a_written_version_records_it_once);
+    tcase_add_test(tc, pod_change_names_its_app);
+    tcase_add_test(tc, pod_history_from_its_state_only);
     suite_add_tcase(s, tc);
     return s;
 }
