@@ -122,13 +122,25 @@ static void report(const char *what, double *ms, int n, double *p50, double *p99
     printf("%-44s p50 %7.2f ms  p99 %7.2f ms  (n=%d)\n", what, ms[n / 2], ms[n * 99 / 100], n);
 }
 
+static tr_redis_t redis; /* the servers main starts, stopped by stop_servers */
+static tj_keys_t keys;
+static tk_sim_t ks;
+
+/* Stops what main started (a bench that gives up early must not leave its servers running);
+ * returns rc. */
+static int stop_servers(pid_t d, int rc) {
+    if (d > 0)
+        th_daemon_stop(d, SIGTERM, 5000);
+    tk_stop(&ks);
+    tr_redis_stop(&redis);
+    tj_keys_remove(&keys);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     int rounds = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 100;
     rounds = rounds < 2 ? 2 : rounds;
     fg_log_set_level(FG_LOG_ERROR);
-    tr_redis_t redis;
-    tj_keys_t keys;
-    tk_sim_t ks;
     static const char *const extra[] = {"--nodes", "4", "--pod-start-ms", "0", NULL};
     if (tr_redis_start(&redis) != 0 || tj_keys_make(&keys) != 0 || tk_start(&ks, 3, extra) != 0) {
         fprintf(stderr, "write_bench: cannot start redis, keys or kubesim\n");
@@ -162,7 +174,7 @@ int main(int argc, char **argv) {
                        "{\"name\": \"bench\", \"quotas\": {\"OnDemand\": {\"limits\": {\"pods\": "
                        "100000}}}}") != 201) {
         fprintf(stderr, "write_bench: the daemon or the project did not come up\n");
-        return 1;
+        return stop_servers(d, 1);
     }
     double *fg = calloc((size_t)rounds, sizeof *fg), *direct = calloc((size_t)rounds, sizeof *fg),
            *dry = calloc((size_t)rounds, sizeof *fg), *three = calloc((size_t)rounds, sizeof *fg);
@@ -192,7 +204,7 @@ int main(int argc, char **argv) {
     bad += call("DELETE", "/v1/projects/bench/apps/b", NULL) != 204;
     if (bad) {
         fprintf(stderr, "write_bench: the first create through fleetgate failed\n");
-        return 1;
+        return stop_servers(d, 1);
     }
     printf("direct creates send the Deployments fleetgate sent: %zu bytes each on average\n",
            dep_bytes / 3);
@@ -249,10 +261,7 @@ int main(int argc, char **argv) {
         json_decref(depj[i]);
         free(dep[i]);
     }
-    th_daemon_stop(d, SIGTERM, 5000);
-    tk_stop(&ks);
-    tr_redis_stop(&redis);
-    tj_keys_remove(&keys);
+    stop_servers(d, 0);
     free(fg);
     free(direct);
     free(dry);
