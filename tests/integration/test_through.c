@@ -81,11 +81,11 @@ static int64_t int_of(size_t argc, const char *const *argv) {
     return v;
 }
 
-/* A watch event as the informer applies it (src/cache/informer.c apply_event). */
-static void watch(bool deleted, const char *version) {
-    char *obj = deleted ? fg_xstrdup("") : app_json(version);
+/* The cache's half of a watch event as the informer applies it (src/cache/informer.c
+ * apply_event): lua is cache_upsert.lua or cache_delete.lua. */
+static void watch_cache(const char *lua, const char *obj, const char *version) {
     const char *argv[] = {"EVAL",
-                          deleted ? fg_cache_delete_lua : fg_cache_upsert_lua,
+                          lua,
                           "5",
                           "fg:o:app:east:shop",
                           "fg:i:app:east:shop",
@@ -104,6 +104,12 @@ static void watch(bool deleted, const char *version) {
     ck_assert_int_eq(fg_redis_query(r, 16, argv, &rep, NULL, 0), FG_OK);
     ck_assert_int_ne(fg_redis_reply_type(rep), FG_REDIS_ERROR);
     fg_redis_reply_free(rep);
+}
+
+/* A watch event as the informer applies it (src/cache/informer.c apply_event). */
+static void watch(bool deleted, const char *version) {
+    char *obj = deleted ? fg_xstrdup("") : app_json(version);
+    watch_cache(deleted ? fg_cache_delete_lua : fg_cache_upsert_lua, obj, version);
     free(obj);
 }
 
@@ -304,25 +310,9 @@ static void watch_app(const char *version, int d) {
                           "10000",
                           "0",
                           "watch"};
-    const char *up[] = {"EVAL",
-                        fg_cache_upsert_lua,
-                        "5",
-                        "fg:o:app:east:shop",
-                        "fg:i:app:east:shop",
-                        "fg:s:app:east",
-                        "fg:rv:east:deployments",
-                        "fg:sync:east:deployments",
-                        "web",
-                        obj,
-                        "shop",
-                        version,
-                        "1000",
-                        "",
-                        "east",
-                        "app"};
     eval(sizeof chg / sizeof chg[0], chg);
     eval(sizeof hist / sizeof hist[0], hist);
-    eval(sizeof up / sizeof up[0], up);
+    watch_cache(fg_cache_upsert_lua, obj, version);
     free(obj);
 }
 
