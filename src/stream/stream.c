@@ -96,7 +96,7 @@ static long sink_read(void *ud, char *out, size_t max) {
     }
     if (n > 0) {
         st->bytes_out += (uint64_t)n;
-        st->last_read_ns = fg_now_ns();
+        st->progress_ns = fg_now_ns();
         /* Ask the loop for more once half the buffer is free, not at every byte. */
         if (st->up_paused && !st->unpause_queued && st->len <= st->cap / 2) {
             st->unpause_queued = true;
@@ -137,6 +137,8 @@ static void sink_closed(fg_req_t *req, void *ud, bool client_gone) {
 /* ---- the source: callbacks on the loop thread ---------------------------- */
 
 void fg_stream_ring_put(stream_t *st, const char *data, size_t len) {
+    if (st->len == 0)
+        st->progress_ns = fg_now_ns(); /* the client was up to date until now */
     size_t tail = (st->head + st->len) % st->cap;
     size_t run = st->cap - tail < len ? st->cap - tail : len;
     memcpy(st->buf + tail, data, run);
@@ -476,12 +478,14 @@ static void renew_leases(fg_streams_t *ss) {
     }
 }
 
-/* Drops the clients that read nothing while their buffer stays full. */
+/* Drops the clients that take nothing of what waits for them for the stall timeout. Bytes
+ * waiting is the rule, not a source refused for room: the last event may fit, and a client
+ * that never reads it must go too (its socket's kernel buffers are full, not ours). */
 static void check_stalls(fg_streams_t *ss) {
     uint64_t now = fg_now_ns(), limit = (uint64_t)ss->limits.stall_timeout_s * 1000000000u;
     for (stream_t *st = ss->all; st != NULL; st = st->next) {
         pthread_mutex_lock(&st->mu);
-        bool stalled = st->up_paused && !st->abort && now - st->last_read_ns > limit;
+        bool stalled = st->len > 0 && !st->abort && now - st->progress_ns > limit;
         /* libmicrohttpd writes nothing more to a client that reads nothing, so it would see the
          * end only once the socket drains: shut the socket so the connection closes now. The
          * fd is libmicrohttpd's and still open while req_done is false (sink_closed sets it
@@ -688,7 +692,7 @@ static int hand_over(fg_streams_t *ss, fg_req_t *req, stream_t *st, const fg_str
     st->start_ms = fg_wall_ms();
     st->cap = ss->limits.buffer_bytes;
     st->buf = fg_xmalloc(st->cap);
-    st->last_read_ns = fg_now_ns();
+    st->progress_ns = fg_now_ns();
     pthread_mutex_init(&st->mu, NULL);
     fg_http_stream_ops_t ops = {
         .resume = sink_resume, .read = sink_read, .closed = sink_closed, .ud = st};

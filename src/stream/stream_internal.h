@@ -57,7 +57,10 @@ struct stream {
     bool abort;     /* cut the body */
     bool up_paused; /* the source waits for room */
     bool unpause_queued;
-    uint64_t last_read_ns, bytes_in, bytes_out;
+    /* when the client last took bytes, or when bytes came into an empty buffer: bytes that
+     * wait longer than the stall timeout since then mean a client that stopped reading */
+    uint64_t progress_ns;
+    uint64_t bytes_in, bytes_out;
     const char *end;
     bool req_done; /* the request completed: req is gone */
     /* loop thread only */
