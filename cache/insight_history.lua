@@ -7,15 +7,17 @@
 -- KEYS[1] fg:o:{kind}:{cluster}:{scope}   KEYS[2] fg:hist:{project}   KEYS[3] fg:histx:{project}
 -- KEYS[4] fg:rv:{cluster}:{resource} (the watch's resume point; read in 'through' mode only)
 -- ARGV: name, object JSON ('' for a delete), API kind (App, Pod...), cluster, version, now (Unix
---       ms), max age (ms), max entries of the project, listing ('1': a LIST item), mode
---       ('through' or 'watch')
+--       ms), max age (ms), max entries of the project, listing ('1': a LIST item, or a watch's
+--       MODIFIED event: an object that existed before, never "Created"), mode ('through' or
+--       'watch')
 -- Exactly once: an entry's id is a hash of cluster, kind, name, uid, change and the new
 -- version, set with HSETNX, so a replayed watch, or the watch bringing a version a write-through
 -- already compared, adds nothing; both writers compare a version against the same cached one, so
 -- they find the same entries. The guards are cache_upsert.lua's: nothing when the cache holds
 -- this version or a newer one (a write-through put it there first). A LIST item is compared
 -- only with an object the cache holds (never "Created"), so a relist, even after a FLUSHALL,
--- adds only changes that really happened while the watch was away.
+-- adds only changes that really happened while the watch was away; so is a MODIFIED event (one
+-- may come between a FLUSHALL and the informer seeing it).
 -- Returns the number of entries added.
 local name, obj, kind, cluster, version = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local now, max_age, max_n, listing = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]),

@@ -111,8 +111,11 @@ bool insight_event_cmd(insight_event_cmd_t *cmd, const char *sha1, const fg_insi
 #define INSIGHT_CHANGE_ARGC 17 /* at most: 16, and the app when the caller knows it */
 
 /* Where one object comes from, for insight_change_cmd and insight_history_cmd: a watch event, a
- * LIST item (a relist) or a write-through. */
-typedef enum { HIST_WATCH, HIST_LIST, HIST_THROUGH } insight_history_from_t;
+ * LIST item (a relist) or a write-through. HIST_MODIFIED is a watch's MODIFIED event: the object
+ * existed before, so, as a LIST item, it is compared only with an object the cache holds and is
+ * never "Created" (after a FLUSHALL, an event may come before the informer sees the new data
+ * set and lists again). */
+typedef enum { HIST_WATCH, HIST_MODIFIED, HIST_LIST, HIST_THROUGH } insight_history_from_t;
 
 typedef struct {
     fg_cache_key_t objects, stream, rv, mark;

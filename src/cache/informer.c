@@ -955,7 +955,7 @@ static void apply_event(inf_t *in, const fg_kube_event_t *ev) {
     insight_history_cmd_t hc;
     if (insight_history_cmd(&hc, c->owner->scripts[S_HISTORY].sha1, &c->owner->insights,
                             in->ki->name, in->ki->resource, c->conf->name, name, scope, text, len,
-                            version, HIST_WATCH))
+                            version, ev->type == FG_KUBE_EV_MODIFIED ? HIST_MODIFIED : HIST_WATCH))
         writer_append(&c->w, INSIGHT_HISTORY_ARGC, hc.argv, hc.lens);
     writer_append(&c->w, 16, a, lens);
     insight_event_cmd_t iev;

@@ -44,8 +44,10 @@ bool insight_event_cmd(insight_event_cmd_t *cmd, const char *sha1, const fg_insi
 
 /* The scripts' mode argument for where an object comes from. */
 static const char *from_mode(insight_history_from_t from) {
-    static const char *const modes[] = {
-        [HIST_WATCH] = "watch", [HIST_LIST] = "list", [HIST_THROUGH] = "through"};
+    static const char *const modes[] = {[HIST_WATCH] = "watch",
+                                        [HIST_MODIFIED] = "watch",
+                                        [HIST_LIST] = "list",
+                                        [HIST_THROUGH] = "through"};
     return modes[from];
 }
 
@@ -132,7 +134,7 @@ bool insight_history_cmd(insight_history_cmd_t *cmd, const char *sha1,
                                            cmd->now,
                                            cmd->max_age,
                                            cmd->max_n,
-                                           from == HIST_LIST ? "1" : "0",
+                                           from == HIST_LIST || from == HIST_MODIFIED ? "1" : "0",
                                            from == HIST_THROUGH ? "through" : "watch"};
     memcpy(cmd->argv, a, sizeof a);
     for (int i = 0; i < INSIGHT_HISTORY_ARGC; i++)
