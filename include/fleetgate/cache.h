@@ -298,8 +298,8 @@ int fg_cache_quota_reserve(fg_redis_t *r, const char *project, const char *tier,
 /* Drops the app's reservation (a write that failed, an app deleted). */
 int fg_cache_quota_release(fg_redis_t *r, const char *project, const char *tier, const char *app);
 /* name (an app, "jobset/<name>") was deleted: its quota is free at once on every replica. One
- * script (cache/quota_forget.lua): drops its reservation and the tier's kept usage, and for
- * ttl_ms (or until name is reserved again) what the cache still shows of it is not counted.
+ * script (cache/quota_forget.lua): drops its reservation, and for ttl_ms (or until name is
+ * reserved again) what the cache or the tier's kept usage still shows of it is not counted.
  * FG_OK or FG_EIO. */
 int fg_cache_quota_forget(fg_redis_t *r, const char *project, const char *tier, const char *name,
                           int64_t ttl_ms);

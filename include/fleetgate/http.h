@@ -199,6 +199,10 @@ const char *fg_req_query(const fg_req_t *req, const char *name);
 const char *fg_req_header(const fg_req_t *req, const char *name);
 /* The parsed body of a FG_BODY_JSON route. Borrowed: the request owns it. */
 json_t *fg_req_json(const fg_req_t *req);
+/* Takes j (the reference; NULL is nothing) and drops it when the request is done, once the
+ * reply went out: a handler's large objects are freed after the client has its answer, not on
+ * the way to it (the reply is sent only after the handler returns). */
+void fg_req_release_later(fg_req_t *req, json_t *j);
 /* Every value of a repeated query argument (?command=a&command=b), in order: at most max into
  * out (borrowed from the connection); returns how many there are. */
 size_t fg_req_query_all(const fg_req_t *req, const char *name, const char **out, size_t max);

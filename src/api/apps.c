@@ -536,18 +536,18 @@ int fg_api_create_app(fg_req_t *req) {
     else
         rc =
             reply_app(req, project, name, 201, json_incref(explain), fg_fed_outcomes_json(w, o, n));
-    for (size_t i = 0; i < n; i++)
-        json_decref(kept[i]);
+    wr_release_later(req, o, kept, n);
 out:
+    /* the Deployments, the answers and the rest are freed after the reply went out */
     fg_fed_outcomes_clear(o, n);
     for (size_t i = 0; i < n; i++)
-        json_decref(deps[i]);
+        fg_req_release_later(req, deps[i]);
     vd_free(&v);
-    json_decref(proj);
-    json_decref(running);
-    json_decref(explain);
-    json_decref(ann);
-    json_decref(shards);
+    fg_req_release_later(req, proj);
+    fg_req_release_later(req, running);
+    fg_req_release_later(req, explain);
+    fg_req_release_later(req, ann);
+    fg_req_release_later(req, shards);
     return rc;
 }
 
@@ -625,9 +625,7 @@ static int apply_and_reply(fg_req_t *req, app_t *a, fg_fed_write_t *w, size_t n,
     else
         rc = reply_app(req, a->project, a->name, 200, json_incref(placement),
                        fg_fed_outcomes_json(w, o, n));
-    for (size_t i = 0; i < n; i++)
-        json_decref(kept[i]);
-    fg_fed_outcomes_clear(o, n);
+    wr_release_later(req, o, kept, n); /* large: freed after the reply went out */
     return rc;
 }
 

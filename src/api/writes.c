@@ -74,6 +74,15 @@ bool wr_wait_applied_keep(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_o
     return wr_wait_shown(req, w, out, n, kind, resource, scope, name, gone, shown);
 }
 
+void wr_release_later(fg_req_t *req, fg_fed_outcome_t *out, json_t **kept, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        fg_req_release_later(req, out[i].object);
+        out[i].object = NULL;
+        if (kept)
+            fg_req_release_later(req, kept[i]);
+    }
+}
+
 bool wr_wait_shown(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *out, size_t n,
                    const char *kind, const char *resource, const char *scope, const char *name,
                    bool gone, const bool *shown) {

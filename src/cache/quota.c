@@ -88,14 +88,13 @@ int fg_cache_quota_release(fg_redis_t *r, const char *project, const char *tier,
 int fg_cache_quota_forget(fg_redis_t *r, const char *project, const char *tier, const char *name,
                           int64_t ttl_ms) {
     pthread_once(&script_once, script_init);
-    fg_cache_key_t k, ku;
-    const char *keys[] = {fg_cache_key_quota(&k, project, tier),
-                          fg_cache_key_quota_usage(&ku, project, tier)};
+    fg_cache_key_t k;
+    const char *keys[] = {fg_cache_key_quota(&k, project, tier)};
     char now[24], ttl[24];
     snprintf(now, sizeof now, "%lld", (long long)fg_wall_ms());
     snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
     const char *args[] = {now, ttl, name};
     int64_t v[1] = {0};
     size_t n = 0;
-    return fg_redis_eval_ints(r, &forget_script, 2, keys, 3, args, v, 1, &n);
+    return fg_redis_eval_ints(r, &forget_script, 1, keys, 3, args, v, 1, &n);
 }

@@ -123,6 +123,7 @@ struct fg_req {
     bool body_too_big;
     bool refused_draining;
     json_t *json;
+    json_t *later; /* what fg_req_release_later keeps until the request is done (an array) */
     uint64_t start_ns;
     unsigned status;
     size_t bytes_out;
@@ -208,6 +209,14 @@ const char *fg_req_header(const fg_req_t *req, const char *name) {
 
 json_t *fg_req_json(const fg_req_t *req) {
     return req->json;
+}
+
+void fg_req_release_later(fg_req_t *req, json_t *j) {
+    if (j == NULL)
+        return;
+    if (req->later == NULL)
+        req->later = json_array();
+    json_array_append_new(req->later, j);
 }
 
 typedef struct {
@@ -384,7 +393,7 @@ int fg_reply_prepared(fg_req_t *req, unsigned status, const char *content_type, 
 int fg_reply_json(fg_req_t *req, unsigned status, json_t *body) {
     size_t len;
     char *text = fg_json_dumps(body, &len);
-    json_decref(body);
+    fg_req_release_later(req, body);
     return queue(req, status, "application/json", text, len, MHD_RESPMEM_MUST_FREE);
 }
 
@@ -1142,6 +1151,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!req->admitted) {
         /* MHD refused the head itself after the request line: fg_http_library_refusal()
          * answered, logged and counted it. */
+        json_decref(req->later);
         free(req->raw_target);
         free(req);
         return;
@@ -1168,6 +1178,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     free(req->principal);
     free_headers(req);
     json_decref(req->json);
+    json_decref(req->later);
     fg_buf_free(&req->body);
     fg_route_match_clear(&req->match);
     free(req->method);
