@@ -70,6 +70,14 @@ int fg_redis_query(fg_redis_t *r, size_t argc, const char *const *argv, fg_redis
 int fg_redis_pipeline(fg_redis_t *r, size_t ncmds, const size_t *argcs,
                       const char *const *const *argvs, fg_redis_reply_t **outs, char *why,
                       size_t whylen);
+/* fg_redis_pipeline in two halves, so that work overlaps the round trip: _send sends the
+ * commands and, on FG_OK, keeps the calling thread's connection (locked) until _recv, on the
+ * same thread, reads the ncmds replies and gives it back. In between, the thread makes no other
+ * call on r. FG_EIO from _send: nothing is pending, _recv is not called. */
+int fg_redis_pipeline_send(fg_redis_t *r, size_t ncmds, const size_t *argcs,
+                           const char *const *const *argvs, char *why, size_t whylen);
+int fg_redis_pipeline_recv(fg_redis_t *r, size_t ncmds, fg_redis_reply_t **outs, char *why,
+                           size_t whylen);
 void fg_redis_reply_free(fg_redis_reply_t *rep);
 fg_redis_reply_type_t fg_redis_reply_type(const fg_redis_reply_t *rep);
 /* The bytes of a string, status or error reply (borrowed); NULL and *len 0 for other types. */
@@ -258,6 +266,14 @@ typedef struct {
  * resourceVersion is not a decimal number (cannot be ordered) or Redis refused it: the caller
  * then waits for the watch (fg_cache_wait_applied). FG_OK, or FG_EIO (every shown[i] false). */
 int fg_cache_write_through(fg_redis_t *r, const fg_cache_through_t *items, size_t n, bool *shown);
+/* fg_cache_write_through in two halves, so that work overlaps the round trip: _begin sends
+ * (items, and the strings they point to, must live until _end); _end, on the same thread, with
+ * no other call on r in between, reads the answers into shown, frees p and returns what
+ * fg_cache_write_through returns. Every _begin is followed by its _end. */
+typedef struct fg_cache_through_pending fg_cache_through_pending_t;
+fg_cache_through_pending_t *fg_cache_write_through_begin(fg_redis_t *r,
+                                                         const fg_cache_through_t *items, size_t n);
+int fg_cache_write_through_end(fg_cache_through_pending_t *p, bool *shown);
 /* The workload history's retention for the comparisons a write-through makes (insights.history_*;
  * the defaults until called). Call once at start-up, before any write. */
 void fg_cache_through_configure(const fg_insights_conf_t *conf);
@@ -397,6 +413,11 @@ size_t fg_redis_batch_len(const fg_redis_batch_t *b);
 /* Sends every command not yet sent in one round trip. FG_OK with every reply kept, or FG_EIO
  * (why says so) with none: the batch may be run again. */
 int fg_redis_batch_run(fg_redis_t *r, fg_redis_batch_t *b, char *why, size_t whylen);
+/* fg_redis_batch_run in two halves (fg_redis_pipeline_send's rules): _send sends, and on FG_OK
+ * the thread's connection is b's until _recv reads the replies. Nothing else may be added to b
+ * in between. */
+int fg_redis_batch_send(fg_redis_t *r, fg_redis_batch_t *b, char *why, size_t whylen);
+int fg_redis_batch_recv(fg_redis_t *r, fg_redis_batch_t *b, char *why, size_t whylen);
 /* Command i's reply (borrowed from the batch), NULL before a successful run. */
 const fg_redis_reply_t *fg_redis_batch_reply(const fg_redis_batch_t *b, size_t i);
 /* Command i's reply handed to the caller (free with fg_redis_reply_free); the batch forgets it. */

@@ -342,6 +342,22 @@ static int reply_app(fg_req_t *req, const char *project, const char *name, unsig
     return reply_presented(req, o, project, name, status, placement, outcomes);
 }
 
+/* The app reply_app_kept answers (a new reference), or NULL when a write's cluster has no part
+ * in c or no kept object. */
+static json_t *app_kept(const rd_ctx_t *c, json_t *const *was, const fg_fed_write_t *w,
+                        json_t *const *kept, size_t n) {
+    json_t *objs[RD_MAX_CLUSTERS];
+    for (size_t j = 0; j < c->nparts; j++)
+        objs[j] = was ? was[j] : NULL;
+    for (size_t i = 0; i < n; i++) {
+        const rd_part_t *part = rd_part(c, w[i].cluster);
+        if (part == NULL || kept[i] == NULL)
+            return NULL;
+        objs[part - c->parts] = kept[i];
+    }
+    return rd_present_app(c, objs);
+}
+
 /* The same without reading the cache back, when every write was written through (kept[i]: what
  * the cache now shows for write i): the app's objects are those of c (what the cache showed
  * before the write, was[]) with each written cluster's replaced by its kept one. Falls back to
@@ -350,22 +366,14 @@ static int reply_app_kept(fg_req_t *req, const rd_ctx_t *c, json_t *const *was,
                           const fg_fed_write_t *w, json_t *const *kept, size_t n,
                           const char *project, const char *name, unsigned status, json_t *placement,
                           json_t *outcomes) {
-    json_t *objs[RD_MAX_CLUSTERS];
-    for (size_t j = 0; j < c->nparts; j++)
-        objs[j] = was ? was[j] : NULL;
-    for (size_t i = 0; i < n; i++) {
-        const rd_part_t *part = rd_part(c, w[i].cluster);
-        if (part == NULL || kept[i] == NULL)
-            return reply_app(req, project, name, status, placement, outcomes);
-        objs[part - c->parts] = kept[i];
-    }
-    json_t *o = rd_present_app(c, objs);
+    json_t *o = app_kept(c, was, w, kept, n);
+    if (o == NULL)
+        return reply_app(req, project, name, status, placement, outcomes);
     return reply_presented(req, o, project, name, status, placement, outcomes);
 }
 
 static int reply_presented(fg_req_t *req, json_t *o, const char *project, const char *name,
                            unsigned status, json_t *placement, json_t *outcomes) {
-    (void)name;
     if (placement)
         json_object_set_new(o, "placement", placement);
     json_object_set_new(o, "outcomes", outcomes);
@@ -522,7 +530,10 @@ int fg_api_create_app(fg_req_t *req) {
      * are on their way; a failed create's rollback deletes what that showed, through the watch */
     json_t *kept[FG_FED_MAX_CLUSTERS];
     bool shown[FG_FED_MAX_CLUSTERS];
-    if (fg_fed_write_all_through(api->fed, w, n, WR_CLUSTER_DEADLINE_MS, o, shown, kept) > 0) {
+    fg_fed_through_t *last;
+    if (fg_fed_write_all_through(api->fed, w, n, WR_CLUSTER_DEADLINE_MS, o, shown, kept, &last) >
+        0) {
+        fg_fed_write_through_end(last, shown, kept);
         for (size_t i = 0; i < n; i++)
             json_decref(kept[i]);
         roll_back(req, w, o, n, one);
@@ -530,12 +541,27 @@ int fg_api_create_app(fg_req_t *req) {
         wr_reply_failure(req, w, o, n, "; the clusters that created it deleted it again");
         goto out;
     }
-    if (wr_wait_shown(req, w, o, n, "app", DEPLOYMENTS, project, name, false, shown))
-        rc = reply_app_kept(req, &c, NULL, w, kept, n, project, name, 201, json_incref(explain),
-                            fg_fed_outcomes_json(w, o, n));
-    else
+    /* The answer is made while Redis runs the last answers' write-through; it is sent as made
+     * when the cache shows every cluster's Deployment, else made again from what it shows. */
+    json_t *made = app_kept(&c, NULL, w, kept, n);
+    char version[80] = "", *text = NULL, location[256];
+    size_t len = 0;
+    if (made) {
+        json_object_set_new(made, "placement", json_incref(explain));
+        json_object_set_new(made, "outcomes", fg_fed_outcomes_json(w, o, n));
+        snprintf(version, sizeof version, "%s", rd_str(made, "version"));
+        text = fg_json_dumps(made, &len);
+        fg_req_release_later(req, made);
+    }
+    fg_fed_write_through_end(last, shown, kept);
+    snprintf(location, sizeof location, "/v1/projects/%s/apps/%s", project, name);
+    if (wr_wait_shown(req, w, o, n, "app", DEPLOYMENTS, project, name, false, shown) && text) {
+        rc = wr_reply_text(req, 201, text, len, version, location);
+    } else {
+        free(text);
         rc =
             reply_app(req, project, name, 201, json_incref(explain), fg_fed_outcomes_json(w, o, n));
+    }
     wr_release_later(req, o, kept, n);
 out:
     /* the Deployments, the answers and the rest are freed after the reply went out */

@@ -118,8 +118,8 @@ bool wr_wait_shown(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_
     return false;
 }
 
-int wr_reply(fg_req_t *req, unsigned status, json_t *body, const char *version,
-             const char *location) {
+int wr_reply_text(fg_req_t *req, unsigned status, char *text, size_t len, const char *version,
+                  const char *location) {
     char etag[300] = "";
     if (version) {
         snprintf(etag, sizeof etag, "\"%s\"", version);
@@ -127,14 +127,20 @@ int wr_reply(fg_req_t *req, unsigned status, json_t *body, const char *version,
     }
     if (idem.active && status >= 200 && status < 300) {
         fg_api_t *api = fg_req_app(req);
-        char *text = fg_json_dumps(body, NULL);
         idem.stored = fg_cache_idem_finish(api->redis, idem.id, status, text, etag, location,
                                            IDEM_KEEP_MS) == FG_OK;
-        free(text);
     }
     if (location)
         fg_req_add_header(req, "Location", location);
-    return fg_reply_json(req, status, body);
+    return fg_reply_take(req, status, "application/json", text, len);
+}
+
+int wr_reply(fg_req_t *req, unsigned status, json_t *body, const char *version,
+             const char *location) {
+    size_t len;
+    char *text = fg_json_dumps(body, &len);
+    fg_req_release_later(req, body);
+    return wr_reply_text(req, status, text, len, version, location);
 }
 
 void wr_stamp(fg_req_t *req, json_t *annotations) {

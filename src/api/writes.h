@@ -51,6 +51,9 @@ bool wr_wait_shown(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_
 /* Sends body (stolen) with status, an ETag of version and, for 201, a Location of path. */
 int wr_reply(fg_req_t *req, unsigned status, json_t *body, const char *version,
              const char *location);
+/* The same with the body's JSON text (len bytes, taken: freed with free) made already. */
+int wr_reply_text(fg_req_t *req, unsigned status, char *text, size_t len, const char *version,
+                  const char *location);
 /* Runs handler under the request's Idempotency-Key (IETF httpapi draft), if it has one: the
  * first request with a key runs and its 2xx answer (sent through wr_reply) is kept in Redis for
  * 24 hours; a retry with the same key and request answers that again on any replica without

@@ -26,6 +26,11 @@ struct fg_redis_batch {
     cmd_t *cmds;
     size_t ncmds, cmds_cap;
     size_t nsent; /* commands [0, nsent) have their replies */
+    /* between fg_redis_batch_send and _recv: the argument pointers sent (they point into text) */
+    const char **args;
+    const char *const **argvs;
+    size_t *argcs;
+    size_t npending;
 };
 
 fg_redis_batch_t *fg_redis_batch_new(void) {
@@ -46,6 +51,9 @@ void fg_redis_batch_free(fg_redis_batch_t *b) {
         return;
     fg_redis_batch_reset(b);
     fg_buf_free(&b->text);
+    free(b->args); /* sent and never received: a caller's bug, but no leak */
+    free(b->argvs);
+    free(b->argcs);
     free(b->arg_off);
     free(b->cmds);
     free(b);
@@ -101,33 +109,60 @@ size_t fg_redis_batch_len(const fg_redis_batch_t *b) {
     return b->ncmds;
 }
 
-int fg_redis_batch_run(fg_redis_t *r, fg_redis_batch_t *b, char *why, size_t whylen) {
+static void pending_free(fg_redis_batch_t *b) {
+    free(b->args);
+    free(b->argvs);
+    free(b->argcs);
+    b->args = NULL;
+    b->argvs = NULL;
+    b->argcs = NULL;
+    b->npending = 0;
+}
+
+int fg_redis_batch_send(fg_redis_t *r, fg_redis_batch_t *b, char *why, size_t whylen) {
     size_t n = b->ncmds - b->nsent;
+    b->npending = 0;
     if (n == 0)
         return FG_OK;
     /* The text buffer may have moved while growing: pointers are made only now. */
-    const char **args = fg_xmalloc(b->nargs * sizeof *args);
-    const char *const **argvs = fg_xmalloc(n * sizeof *argvs);
-    size_t *argcs = fg_xmalloc(n * sizeof *argcs);
-    fg_redis_reply_t **outs = fg_xmalloc(n * sizeof *outs);
+    b->args = fg_xmalloc(b->nargs * sizeof *b->args);
+    b->argvs = fg_xmalloc(n * sizeof *b->argvs);
+    b->argcs = fg_xmalloc(n * sizeof *b->argcs);
     for (size_t i = 0; i < b->nargs; i++)
-        args[i] = b->arg_off[i] == NO_TEXT ? "" : b->text.data + b->arg_off[i];
+        b->args[i] = b->arg_off[i] == NO_TEXT ? "" : b->text.data + b->arg_off[i];
     for (size_t i = 0; i < n; i++) {
         const cmd_t *c = &b->cmds[b->nsent + i];
-        argvs[i] = args + c->first_arg;
-        argcs[i] = c->argc;
+        b->argvs[i] = b->args + c->first_arg;
+        b->argcs[i] = c->argc;
     }
-    int rc = fg_redis_pipeline(r, n, argcs, argvs, outs, why, whylen);
+    int rc = fg_redis_pipeline_send(r, n, b->argcs, b->argvs, why, whylen);
+    if (rc == FG_OK)
+        b->npending = n;
+    else
+        pending_free(b);
+    return rc;
+}
+
+int fg_redis_batch_recv(fg_redis_t *r, fg_redis_batch_t *b, char *why, size_t whylen) {
+    size_t n = b->npending;
+    if (n == 0)
+        return FG_OK;
+    fg_redis_reply_t **outs = fg_xmalloc(n * sizeof *outs);
+    int rc = fg_redis_pipeline_recv(r, n, outs, why, whylen);
     if (rc == FG_OK) {
         for (size_t i = 0; i < n; i++)
             b->cmds[b->nsent + i].reply = outs[i];
-        b->nsent = b->ncmds;
+        b->nsent += n;
     }
     free(outs);
-    free(argcs);
-    free(argvs);
-    free(args);
+    pending_free(b);
     return rc;
+}
+
+int fg_redis_batch_run(fg_redis_t *r, fg_redis_batch_t *b, char *why, size_t whylen) {
+    if (fg_redis_batch_send(r, b, why, whylen) != FG_OK)
+        return FG_EIO;
+    return fg_redis_batch_recv(r, b, why, whylen);
 }
 
 const fg_redis_reply_t *fg_redis_batch_reply(const fg_redis_batch_t *b, size_t i) {

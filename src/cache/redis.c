@@ -426,28 +426,52 @@ static void set_why(char *why, size_t whylen, const slot_t *s, bool backing_off)
         snprintf(why, whylen, "redis: %s%s", s->why, backing_off ? " (retrying shortly)" : "");
 }
 
-int fg_redis_pipeline(fg_redis_t *r, size_t ncmds, const size_t *argcs,
-                      const char *const *const *argvs, fg_redis_reply_t **outs, char *why,
-                      size_t whylen) {
+/* Fails the slot's pipeline: logs, drops the connection, frees the replies read so far. */
+static void pipeline_failed(fg_redis_t *r, slot_t *s, fg_redis_reply_t **outs, size_t got,
+                            char *why, size_t whylen) {
+    snprintf(s->why, sizeof s->why, "%s (%s:%u)", s->ctx->errstr[0] ? s->ctx->errstr : "no reply",
+             r->host, (unsigned)r->port);
+    FG_LOG(FG_LOG_WARN, NULL, "redis: %s", s->why);
+    drop(r, s);
+    set_why(why, whylen, s, false);
+    for (size_t i = 0; i < got; i++) {
+        freeReplyObject(outs[i]);
+        outs[i] = NULL;
+    }
+}
+
+int fg_redis_pipeline_send(fg_redis_t *r, size_t ncmds, const size_t *argcs,
+                           const char *const *const *argvs, char *why, size_t whylen) {
+    slot_t *s = my_slot(r);
+    pthread_mutex_lock(&s->mu);
+    if (ensure(r, s) != FG_OK) {
+        set_why(why, whylen, s, s->ctx == NULL && backoff_waiting(&s->backoff, fg_now_ns()));
+        pthread_mutex_unlock(&s->mu);
+        return FG_EIO;
+    }
+    int rc = FG_OK, done = 0;
+    for (size_t i = 0; rc == FG_OK && i < ncmds; i++)
+        if (redisAppendCommandArgv(s->ctx, (int)argcs[i], (const char **)argvs[i], NULL) !=
+            REDIS_OK)
+            rc = FG_EIO;
+    while (rc == FG_OK && !done)
+        if (redisBufferWrite(s->ctx, &done) != REDIS_OK)
+            rc = FG_EIO;
+    if (rc != FG_OK) {
+        pipeline_failed(r, s, NULL, 0, why, whylen);
+        pthread_mutex_unlock(&s->mu);
+    }
+    return rc; /* FG_OK: the slot stays locked until fg_redis_pipeline_recv */
+}
+
+int fg_redis_pipeline_recv(fg_redis_t *r, size_t ncmds, fg_redis_reply_t **outs, char *why,
+                           size_t whylen) {
     slot_t *s = my_slot(r);
     int rc = FG_OK;
     size_t got = 0;
     for (size_t i = 0; i < ncmds; i++)
         outs[i] = NULL;
-    pthread_mutex_lock(&s->mu);
-    if (ensure(r, s) != FG_OK) {
-        set_why(why, whylen, s, s->ctx == NULL && backoff_waiting(&s->backoff, fg_now_ns()));
-        rc = FG_EIO;
-        goto out;
-    }
-    for (size_t i = 0; i < ncmds; i++) {
-        if (redisAppendCommandArgv(s->ctx, (int)argcs[i], (const char **)argvs[i], NULL) !=
-            REDIS_OK) {
-            rc = FG_EIO;
-            break;
-        }
-    }
-    for (; rc == FG_OK && got < ncmds; got++) {
+    for (; got < ncmds; got++) {
         void *rep = NULL;
         if (redisGetReply(s->ctx, &rep) != REDIS_OK || rep == NULL) {
             rc = FG_EIO;
@@ -455,20 +479,20 @@ int fg_redis_pipeline(fg_redis_t *r, size_t ncmds, const size_t *argcs,
         }
         outs[got] = (fg_redis_reply_t *)rep;
     }
-    if (rc != FG_OK) {
-        snprintf(s->why, sizeof s->why, "%s (%s:%u)",
-                 s->ctx->errstr[0] ? s->ctx->errstr : "no reply", r->host, (unsigned)r->port);
-        FG_LOG(FG_LOG_WARN, NULL, "redis: %s", s->why);
-        drop(r, s);
-        set_why(why, whylen, s, false);
-        for (size_t i = 0; i < got; i++) {
-            freeReplyObject(outs[i]);
-            outs[i] = NULL;
-        }
-    }
-out:
+    if (rc != FG_OK)
+        pipeline_failed(r, s, outs, got, why, whylen);
     pthread_mutex_unlock(&s->mu);
     return rc;
+}
+
+int fg_redis_pipeline(fg_redis_t *r, size_t ncmds, const size_t *argcs,
+                      const char *const *const *argvs, fg_redis_reply_t **outs, char *why,
+                      size_t whylen) {
+    for (size_t i = 0; i < ncmds; i++)
+        outs[i] = NULL;
+    if (fg_redis_pipeline_send(r, ncmds, argcs, argvs, why, whylen) != FG_OK)
+        return FG_EIO;
+    return fg_redis_pipeline_recv(r, ncmds, outs, why, whylen);
 }
 
 int fg_redis_query(fg_redis_t *r, size_t argc, const char *const *argv, fg_redis_reply_t **out,

@@ -114,58 +114,87 @@ static void log_comparison(fg_redis_batch_t *b, size_t i, const char *what,
            it->cluster, it->name, (int)(len < 200 ? len : 200), s);
 }
 
-int fg_cache_write_through(fg_redis_t *r, const fg_cache_through_t *items, size_t n, bool *shown) {
+struct fg_cache_through_pending {
+    fg_redis_t *r;
+    const fg_cache_through_t *items; /* the caller's, alive until _end */
+    size_t n;
+    fg_redis_batch_t *b;
+    size_t *at; /* each item's change comparison, history comparison and upsert in b */
+    int rc;     /* of the send */
+};
+
+static void add_items(fg_cache_through_pending_t *p) {
+    fg_redis_batch_reset(p->b);
+    for (size_t i = 0; i < p->n; i++) {
+        /* the change stream first, as the informer does: both compare with the cached object */
+        p->at[3 * i] = add_change(p->b, &p->items[i]);
+        p->at[3 * i + 1] = add_history(p->b, &p->items[i]);
+        p->at[3 * i + 2] = add(p->b, &p->items[i]);
+    }
+}
+
+fg_cache_through_pending_t *
+fg_cache_write_through_begin(fg_redis_t *r, const fg_cache_through_t *items, size_t n) {
     pthread_once(&script_once, script_init);
+    fg_cache_through_pending_t *p = fg_xcalloc(1, sizeof *p);
+    p->r = r;
+    p->items = items;
+    p->n = n;
     if (n == 0)
-        return FG_OK;
-    fg_redis_batch_t *b = fg_redis_batch_new();
-    /* each item's change comparison, history comparison and upsert in the batch */
-    size_t *at = fg_xcalloc(3 * n, sizeof *at);
-    int rc = FG_OK;
+        return p;
+    p->b = fg_redis_batch_new();
+    p->at = fg_xcalloc(3 * n, sizeof *p->at);
+    add_items(p);
+    p->rc = fg_redis_batch_send(r, p->b, NULL, 0);
+    return p;
+}
+
+int fg_cache_write_through_end(fg_cache_through_pending_t *p, bool *shown) {
+    size_t n = p->n;
+    int rc = p->rc;
     for (size_t i = 0; i < n; i++)
         shown[i] = false;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        fg_redis_batch_reset(b);
-        for (size_t i = 0; i < n; i++) {
-            /* the change stream first, as the informer does: both compare with the cached object */
-            at[3 * i] = add_change(b, &items[i]);
-            at[3 * i + 1] = add_history(b, &items[i]);
-            at[3 * i + 2] = add(b, &items[i]);
-        }
-        rc = fg_redis_batch_run(r, b, NULL, 0);
-        if (rc != FG_OK)
-            break;
-        bool missing = false;
-        for (size_t i = 0; i < at[3 * n - 1] + 1; i++)
-            missing = missing || noscript(fg_redis_batch_reply(b, i));
-        if (!missing)
-            break;
+    if (n > 0 && rc == FG_OK)
+        rc = fg_redis_batch_recv(p->r, p->b, NULL, 0);
+    bool missing = false;
+    for (size_t i = 0; rc == FG_OK && n > 0 && i < p->at[3 * n - 1] + 1; i++)
+        missing = missing || noscript(fg_redis_batch_reply(p->b, i));
+    if (missing) {
         /* First use on this server (or after SCRIPT FLUSH / a restart): load, then again. The
          * scripts are guarded, so running an item twice changes nothing. */
         const char *load[] = {"SCRIPT", "LOAD", script.source};
         const char *load_h[] = {"SCRIPT", "LOAD", history.source};
         const char *load_c[] = {"SCRIPT", "LOAD", change.source};
-        rc = fg_redis_command(r, 3, load) == FG_OK && fg_redis_command(r, 3, load_h) == FG_OK &&
-                     fg_redis_command(r, 3, load_c) == FG_OK
+        rc = fg_redis_command(p->r, 3, load) == FG_OK &&
+                     fg_redis_command(p->r, 3, load_h) == FG_OK &&
+                     fg_redis_command(p->r, 3, load_c) == FG_OK
                  ? FG_OK
                  : FG_EIO;
-        if (rc != FG_OK)
-            break;
+        if (rc == FG_OK) {
+            add_items(p);
+            rc = fg_redis_batch_run(p->r, p->b, NULL, 0);
+        }
     }
     for (size_t i = 0; rc == FG_OK && i < n; i++) {
-        log_comparison(b, at[3 * i], "change stream", &items[i]);
-        log_comparison(b, at[3 * i + 1], "history", &items[i]);
-        const fg_redis_reply_t *rep = fg_redis_batch_reply(b, at[3 * i + 2]);
+        const fg_cache_through_t *it = &p->items[i];
+        log_comparison(p->b, p->at[3 * i], "change stream", it);
+        log_comparison(p->b, p->at[3 * i + 1], "history", it);
+        const fg_redis_reply_t *rep = fg_redis_batch_reply(p->b, p->at[3 * i + 2]);
         int64_t v = fg_redis_reply_type(rep) == FG_REDIS_INTEGER ? fg_redis_reply_int(rep) : -1;
         if (fg_redis_reply_type(rep) == FG_REDIS_ERROR) {
             size_t len;
             const char *s = fg_redis_reply_str(rep, &len);
-            FG_LOG(FG_LOG_ERROR, NULL, "cache: write-through of %s %s/%s refused: %.*s",
-                   items[i].kind, items[i].cluster, items[i].name, (int)(len < 200 ? len : 200), s);
+            FG_LOG(FG_LOG_ERROR, NULL, "cache: write-through of %s %s/%s refused: %.*s", it->kind,
+                   it->cluster, it->name, (int)(len < 200 ? len : 200), s);
         }
         shown[i] = v == 1 || v == 2;
     }
-    free(at);
-    fg_redis_batch_free(b);
+    free(p->at);
+    fg_redis_batch_free(p->b);
+    free(p);
     return rc;
+}
+
+int fg_cache_write_through(fg_redis_t *r, const fg_cache_through_t *items, size_t n, bool *shown) {
+    return fg_cache_write_through_end(fg_cache_write_through_begin(r, items, n), shown);
 }

@@ -118,48 +118,59 @@ typedef struct {
     fg_fed_t *fed;
     const fg_fed_write_t *w;
     fg_fed_outcome_t *out;
+    size_t n;
     const fg_kube_call_t *calls;
     const size_t *idx; /* calls[j] is write idx[j] */
-    bool *judged;      /* by call */
+    size_t ncalls, njudged;
+    bool *judged; /* by call */
     bool *shown;
     json_t **objs;
+    fg_fed_through_t **last;
 } through_each_t;
 
-/* Judges the calls that just ended and writes their answers through, in one round trip. */
+/* Judges the calls that just ended and writes their answers through, in one round trip; the
+ * last ones' round trip is only begun, for the caller to end. */
 static void through_ended(void *ud, const size_t *done, size_t ndone) {
     through_each_t *e = ud;
-    fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
-    fg_fed_outcome_t *o = fg_xcalloc(ndone, sizeof *o); /* shallow copies: out keeps the objects */
-    bool shown[FG_FED_MAX_CLUSTERS];
-    json_t *objs[FG_FED_MAX_CLUSTERS];
+    bool now[FG_FED_MAX_CLUSTERS] = {false};
     for (size_t k = 0; k < ndone; k++) {
         size_t j = done[k], i = e->idx[j];
         judge(&e->w[i], &e->calls[j], &e->out[i]);
         e->judged[j] = true;
-        w[k] = e->w[i];
-        o[k] = e->out[i];
+        e->njudged++;
+        now[i] = true;
     }
-    fg_fed_write_through_keep(e->fed, w, o, ndone, shown, objs);
-    for (size_t k = 0; k < ndone; k++) {
-        size_t i = e->idx[done[k]];
-        e->shown[i] = shown[k];
-        e->objs[i] = objs[k];
-    }
-    free(o);
+    fg_fed_through_t *t = fg_fed_write_through_begin(e->fed, e->w, e->out, e->n, now, e->objs);
+    if (e->njudged == e->ncalls)
+        *e->last = t;
+    else
+        fg_fed_write_through_end(t, e->shown, e->objs);
 }
 
 size_t fg_fed_write_all_through(fg_fed_t *fed, const fg_fed_write_t *w, size_t n, long deadline_ms,
-                                fg_fed_outcome_t *out, bool *shown, json_t **objs) {
+                                fg_fed_outcome_t *out, bool *shown, json_t **objs,
+                                fg_fed_through_t **last) {
     fg_kube_call_t calls[FG_FED_MAX_CLUSTERS];
     size_t idx[FG_FED_MAX_CLUSTERS];
     bool judged[FG_FED_MAX_CLUSTERS] = {false};
     n = n < FG_FED_MAX_CLUSTERS ? n : FG_FED_MAX_CLUSTERS;
+    *last = NULL;
     for (size_t i = 0; i < n; i++) {
         shown[i] = false;
         objs[i] = NULL;
     }
     size_t ncalls = prepare_calls(fed, w, n, out, calls, idx);
-    through_each_t e = {fed, w, out, calls, idx, judged, shown, objs};
+    through_each_t e = {.fed = fed,
+                        .w = w,
+                        .out = out,
+                        .n = n,
+                        .calls = calls,
+                        .idx = idx,
+                        .ncalls = ncalls,
+                        .judged = judged,
+                        .shown = shown,
+                        .objs = objs,
+                        .last = last};
     fg_kube_conns_t *conns = conns_take(fed);
     fg_kube_request_all_each(conns, calls, ncalls, deadline_ms, through_ended, &e);
     conns_give(fed, conns);

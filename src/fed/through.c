@@ -68,34 +68,60 @@ void fg_fed_write_through(fg_fed_t *fed, const fg_fed_write_t *w, const fg_fed_o
     fg_fed_write_through_keep(fed, w, out, n, shown, NULL);
 }
 
-void fg_fed_write_through_keep(fg_fed_t *fed, const fg_fed_write_t *w, const fg_fed_outcome_t *out,
-                               size_t n, bool *shown, json_t **objs) {
+struct fg_fed_through {
     item_t items[FG_FED_MAX_CLUSTERS];
     fg_cache_through_t its[FG_FED_MAX_CLUSTERS];
-    size_t idx[FG_FED_MAX_CLUSTERS], k = 0;
+    size_t idx[FG_FED_MAX_CLUSTERS], k; /* items[j] is write idx[j]'s */
+    fg_cache_through_pending_t *pending;
+};
+
+fg_fed_through_t *fg_fed_write_through_begin(fg_fed_t *fed, const fg_fed_write_t *w,
+                                             const fg_fed_outcome_t *out, size_t n,
+                                             const bool *only, json_t **objs) {
+    fg_fed_through_t *t = fg_xcalloc(1, sizeof *t);
+    for (size_t i = 0; i < n && t->k < FG_FED_MAX_CLUSTERS; i++) {
+        if ((only && !only[i]) || out[i].outcome != FG_FED_APPLIED || out[i].object == NULL)
+            continue;
+        item_t *x = &t->items[t->k];
+        if (!item_of(fed, &w[i], out[i].object, x)) {
+            json_decref(x->t);
+            free(x->text);
+            memset(x, 0, sizeof *x);
+            continue;
+        }
+        if (objs)
+            objs[i] = json_incref(x->t);
+        t->its[t->k] = x->it;
+        t->idx[t->k++] = i;
+    }
+    t->pending = fg_cache_write_through_begin(fed->redis, t->its, t->k);
+    return t;
+}
+
+void fg_fed_write_through_end(fg_fed_through_t *t, bool *shown, json_t **objs) {
+    if (t == NULL)
+        return;
     bool ok[FG_FED_MAX_CLUSTERS];
+    bool sent = fg_cache_write_through_end(t->pending, ok) == FG_OK;
+    for (size_t j = 0; j < t->k; j++) {
+        size_t i = t->idx[j];
+        shown[i] = sent && ok[j];
+        if (objs && !shown[i]) { /* not what the cache shows: the caller reads it back */
+            json_decref(objs[i]);
+            objs[i] = NULL;
+        }
+        json_decref(t->items[j].t);
+        free(t->items[j].text);
+    }
+    free(t);
+}
+
+void fg_fed_write_through_keep(fg_fed_t *fed, const fg_fed_write_t *w, const fg_fed_outcome_t *out,
+                               size_t n, bool *shown, json_t **objs) {
     for (size_t i = 0; i < n; i++) {
         shown[i] = false;
         if (objs)
             objs[i] = NULL;
-        if (k == FG_FED_MAX_CLUSTERS || out[i].outcome != FG_FED_APPLIED || out[i].object == NULL)
-            continue;
-        memset(&items[k], 0, sizeof items[k]);
-        if (!item_of(fed, &w[i], out[i].object, &items[k])) {
-            json_decref(items[k].t);
-            free(items[k].text);
-            continue;
-        }
-        its[k] = items[k].it;
-        idx[k++] = i;
     }
-    if (k > 0 && fg_cache_write_through(fed->redis, its, k, ok) == FG_OK)
-        for (size_t j = 0; j < k; j++)
-            shown[idx[j]] = ok[j];
-    for (size_t j = 0; j < k; j++) {
-        if (objs && shown[idx[j]])
-            objs[idx[j]] = json_incref(items[j].t);
-        json_decref(items[j].t);
-        free(items[j].text);
-    }
+    fg_fed_write_through_end(fg_fed_write_through_begin(fed, w, out, n, NULL, objs), shown, objs);
 }
