@@ -271,20 +271,14 @@ void quota_forget(fg_req_t *req, const char *project, const char *tier, const ch
                project, name);
 }
 
-/* Places replicas of spec over every cluster, or only over those marked in only (placement
- * then keeps the app where it is). FG_OK with *p; false when it replied (409 with the
- * explanation, 503). p's verdicts point into cl, the caller's table of FG_FED_MAX_CLUSTERS
- * (names and zones into the configuration), so cl must live as long as p is read; the nodes
- * in it are not to be read after (their registry snapshot is released). */
-bool place_or_reply(fg_req_t *req, const json_t *spec, int64_t replicas, const bool *only,
-                    fg_fed_cluster_t *cl, fg_fed_placement_t *p) {
-    fg_api_t *api = fg_req_app(req);
+/* place_or_reply without the reply: FG_OK with *p; FG_EIO when the registry cannot be read
+ * (why says so); FG_ERR when the replicas do not fit (p->failure says why). Reads Redis when the
+ * registry snapshot is stale. cl and p as place_or_reply's. */
+static int place_in(fg_api_t *api, const json_t *spec, int64_t replicas, const bool *only,
+                    fg_fed_cluster_t *cl, fg_fed_placement_t *p, char *why, size_t whylen) {
     const fg_fed_registry_t *reg = NULL;
-    char why[256];
-    if (fg_fed_registry_get(api->fed, false, &reg, why, sizeof why) != FG_OK) {
-        fg_reply_problem(req, FG_PROBLEM_REDIS_UNAVAILABLE, "%s", why);
-        return false;
-    }
+    if (fg_fed_registry_get(api->fed, false, &reg, why, whylen) != FG_OK)
+        return FG_EIO;
     size_t n, k = 0;
     const fg_fed_cluster_t *all = fg_fed_registry_clusters(reg, &n);
     for (size_t i = 0; i < n; i++)
@@ -293,15 +287,35 @@ bool place_or_reply(fg_req_t *req, const json_t *spec, int64_t replicas, const b
     as_request_t r;
     as_request(spec, replicas, api->cfg, &r);
     int rc = fg_fed_place(cl, k, &r.req, p);
-    if (rc != FG_OK) {
-        json_t *ext = json_pack("{s:o}", "placement", fg_fed_explain(p, fg_wall_ms()));
-        fg_reply_problem_ext(req, FG_PROBLEM_PLACEMENT_FAILED, ext, "%s", p->failure);
-    }
     for (size_t i = 0; i < k; i++) { /* the snapshot goes: nothing may point into it */
         cl[i].nodes = NULL;
         cl[i].nnodes = 0;
     }
     fg_fed_registry_release(reg);
+    return rc == FG_OK ? FG_OK : FG_ERR;
+}
+
+/* The answer to a place_in that failed with rc: 503, or 409 with the explanation. */
+static void place_failed(fg_req_t *req, int rc, const fg_fed_placement_t *p, const char *why) {
+    if (rc == FG_EIO) {
+        fg_reply_problem(req, FG_PROBLEM_REDIS_UNAVAILABLE, "%s", why);
+        return;
+    }
+    json_t *ext = json_pack("{s:o}", "placement", fg_fed_explain(p, fg_wall_ms()));
+    fg_reply_problem_ext(req, FG_PROBLEM_PLACEMENT_FAILED, ext, "%s", p->failure);
+}
+
+/* Places replicas of spec over every cluster, or only over those marked in only (placement
+ * then keeps the app where it is). FG_OK with *p; false when it replied (409 with the
+ * explanation, 503). p's verdicts point into cl, the caller's table of FG_FED_MAX_CLUSTERS
+ * (names and zones into the configuration), so cl must live as long as p is read; the nodes
+ * in it are not to be read after (their registry snapshot is released). */
+bool place_or_reply(fg_req_t *req, const json_t *spec, int64_t replicas, const bool *only,
+                    fg_fed_cluster_t *cl, fg_fed_placement_t *p) {
+    char why[256] = "";
+    int rc = place_in(fg_req_app(req), spec, replicas, only, cl, p, why, sizeof why);
+    if (rc != FG_OK)
+        place_failed(req, rc, p, why);
     return rc == FG_OK;
 }
 
@@ -430,38 +444,74 @@ static void roll_back(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outco
 /* What a create (or a scale) reads before it places, in one round trip: the project (*proj, 404
  * when there is none), the app's Deployments (c, *found: how many clusters hold one; not read when
  * c is NULL) and the tier's running job sets but app's for the quota (*running, as js_tier_usage
- * counts them). false when it replied. */
-static bool first_reads_or_reply(fg_req_t *req, const char *project, const char *name,
-                                 const char *tier, json_t **proj, rd_ctx_t *c, size_t *found,
-                                 json_t **running) {
-    fg_api_t *api = fg_req_app(req);
+ * counts them). In two halves, so that work that needs no Redis overlaps the round trip:
+ * first_reads_send sends (false when it replied: nothing is pending), first_reads_recv reads
+ * (false when it replied); in between, this thread makes no Redis call. */
+typedef struct {
+    fg_redis_batch_t *b;
     rd_ctx_t pc;
     rd_at_t pat, at;
+    size_t jobs;
+} first_reads_t;
+
+static bool first_reads_send(fg_req_t *req, const char *project, const char *name, rd_ctx_t *c,
+                             first_reads_t *f) {
+    fg_api_t *api = fg_req_app(req);
+    char why[256];
+    f->b = fg_redis_batch_new();
+    bool ok =
+        rd_get_add_or_reply(&f->pc, req, "project", "namespaces", "_", project, f->b, &f->pat) &&
+        (c == NULL || rd_get_add_or_reply(c, req, "app", DEPLOYMENTS, project, name, f->b, &f->at));
+    f->jobs = ok ? js_tier_usage_add(api, project, f->b) : 0;
+    if (ok && fg_redis_batch_send(api->redis, f->b, why, sizeof why) != FG_OK) {
+        FG_LOG(FG_LOG_ERROR, fg_req_id(req), "read %s: %s", fg_req_path(req), why);
+        fg_reply_problem(req, FG_PROBLEM_REDIS_UNAVAILABLE, "%s", why);
+        ok = false;
+    }
+    if (!ok) {
+        fg_redis_batch_free(f->b);
+        f->b = NULL;
+    }
+    return ok;
+}
+
+static bool first_reads_recv(fg_req_t *req, first_reads_t *f, const char *project, const char *name,
+                             const char *tier, json_t **proj, rd_ctx_t *c, size_t *found,
+                             json_t **running) {
+    fg_api_t *api = fg_req_app(req);
     json_t *pobjs[RD_MAX_CLUSTERS], *objs[RD_MAX_CLUSTERS];
     size_t pfound;
-    fg_redis_batch_t *b = fg_redis_batch_new();
-    bool ok = rd_get_add_or_reply(&pc, req, "project", "namespaces", "_", project, b, &pat) &&
-              (c == NULL || rd_get_add_or_reply(c, req, "app", DEPLOYMENTS, project, name, b, &at));
-    size_t jobs = ok ? js_tier_usage_add(api, project, b) : 0;
-    if (ok && !rd_batch_or_reply(req, api, b))
-        ok = false;
-    if (ok) {
-        rd_get_read(&pc, b, &pat, pobjs, &pfound);
-        *proj = pfound ? rd_present_project(&pc, pobjs) : NULL;
-        rd_objs_free(pobjs, pc.nparts);
+    char why[256];
+    bool ok = fg_redis_batch_recv(api->redis, f->b, why, sizeof why) == FG_OK;
+    if (!ok) {
+        FG_LOG(FG_LOG_ERROR, fg_req_id(req), "read %s: %s", fg_req_path(req), why);
+        fg_reply_problem(req, FG_PROBLEM_REDIS_UNAVAILABLE, "%s", why);
+    } else {
+        rd_get_read(&f->pc, f->b, &f->pat, pobjs, &pfound);
+        *proj = pfound ? rd_present_project(&f->pc, pobjs) : NULL;
+        rd_objs_free(pobjs, f->pc.nparts);
         if (c) {
-            rd_get_read(c, b, &at, objs, found);
+            rd_get_read(c, f->b, &f->at, objs, found);
             rd_objs_free(objs, c->nparts);
         }
         *running = json_object();
-        js_tier_usage_read(api, fg_req_id(req), tier, name, b, jobs, *running);
+        js_tier_usage_read(api, fg_req_id(req), tier, name, f->b, f->jobs, *running);
         if (*proj == NULL) {
             fg_reply_problem(req, FG_PROBLEM_NOT_FOUND, "no project %s", project);
             ok = false;
         }
     }
-    fg_redis_batch_free(b);
+    fg_redis_batch_free(f->b);
+    f->b = NULL;
     return ok;
+}
+
+static bool first_reads_or_reply(fg_req_t *req, const char *project, const char *name,
+                                 const char *tier, json_t **proj, rd_ctx_t *c, size_t *found,
+                                 json_t **running) {
+    first_reads_t f;
+    return first_reads_send(req, project, name, c, &f) &&
+           first_reads_recv(req, &f, project, name, tier, proj, c, found, running);
 }
 
 int fg_api_create_app(fg_req_t *req) {
@@ -486,46 +536,59 @@ int fg_api_create_app(fg_req_t *req) {
     int64_t replicas = json_integer_value(json_object_get(spec, "replicas"));
     size_t found;
     rd_ctx_t c;
-    if (!first_reads_or_reply(req, project, name, as_tier(spec), &proj, &c, &found, &running))
+    fg_api_t *api = fg_req_app(req);
+    fg_fed_placement_t p;
+    fg_fed_cluster_t placed_over[FG_FED_MAX_CLUSTERS];
+    char why[256] = "", what[160], path[256], one[320];
+    /* Placement needs nothing the first reads bring, so it comes first (its registry may read
+     * Redis), and the Deployments are built while the reads' round trip is on its way. What
+     * the reads find is answered first, as before: 404, then 409 for an app that exists. */
+    int placed = place_in(api, spec, replicas, NULL, placed_over, &p, why, sizeof why);
+    first_reads_t f;
+    if (!first_reads_send(req, project, name, &c, &f))
+        goto out;
+    snprintf(path, sizeof path, "/apis/apps/v1/namespaces/%s/deployments", project);
+    if (placed == FG_OK && !dry_run(req)) {
+        explain = fg_fed_explain(&p, fg_wall_ms());
+        ann = app_annotations(req, spec, explain);
+        shards = chosen_shards(&p);
+        for (size_t i = 0; i < p.nverdicts; i++) {
+            if (!p.verdicts[i].chosen)
+                continue;
+            deps[n] = as_deployment(app, project, p.verdicts[i].replicas, ann, cfg_of(req));
+            as_mark(json_object_get(deps[n], "metadata"), shards, p.verdicts[i].cluster->name);
+            w[n] = (fg_fed_write_t){.cluster = p.verdicts[i].cluster->name,
+                                    .method = FG_KUBE_POST,
+                                    .path = path,
+                                    .body = deps[n]};
+            o[n].object = NULL; /* out: clears n outcomes, also when no write went */
+            n++;
+        }
+    }
+    if (!first_reads_recv(req, &f, project, name, as_tier(spec), &proj, &c, &found, &running))
         goto out;
     if (found > 0) {
         rc = fg_reply_problem(req, FG_PROBLEM_CONFLICT, "app %s exists already in project %s", name,
                               project);
         goto out;
     }
-    fg_fed_placement_t p;
-    fg_fed_cluster_t placed_over[FG_FED_MAX_CLUSTERS];
-    if (!place_or_reply(req, spec, replicas, NULL, placed_over, &p) ||
-        !quota_with_or_reply(req, proj, spec, name, replicas, !dry_run(req), running))
+    if (placed != FG_OK) {
+        place_failed(req, placed, &p, why);
+        goto out;
+    }
+    if (!quota_with_or_reply(req, proj, spec, name, replicas, !dry_run(req), running))
         goto out;
     if (dry_run(req)) {
         rc = reply_dry_run(req, app, &p);
         goto out;
     }
-    char what[160], path[256], one[320];
     snprintf(what, sizeof what, "create Deployment %s/%s in %zu clusters", project, name,
              p.nchosen);
     if (!wr_audit_or_reply(req, what)) {
         quota_release(req, project, spec, name);
         goto out;
     }
-    explain = fg_fed_explain(&p, fg_wall_ms());
-    ann = app_annotations(req, spec, explain);
-    snprintf(path, sizeof path, "/apis/apps/v1/namespaces/%s/deployments", project);
-    shards = chosen_shards(&p);
-    for (size_t i = 0; i < p.nverdicts; i++) {
-        if (!p.verdicts[i].chosen)
-            continue;
-        deps[n] = as_deployment(app, project, p.verdicts[i].replicas, ann, cfg_of(req));
-        as_mark(json_object_get(deps[n], "metadata"), shards, p.verdicts[i].cluster->name);
-        w[n] = (fg_fed_write_t){.cluster = p.verdicts[i].cluster->name,
-                                .method = FG_KUBE_POST,
-                                .path = path,
-                                .body = deps[n]};
-        n++;
-    }
     snprintf(one, sizeof one, "%s/%s", path, name);
-    fg_api_t *api = fg_req_app(req);
     /* each cluster's answer is written through as it comes (read your writes), while the others
      * are on their way; a failed create's rollback deletes what that showed, through the watch */
     json_t *kept[FG_FED_MAX_CLUSTERS];
