@@ -874,20 +874,46 @@ static json_t *pod_from_template(json_t *tmpl, json_t *owner, const char *api_ve
     return pod;
 }
 
+/* One controller pass over owner: what it controls in snapshot s (mine[0..n)) and their
+ * resourceVersions after owner's (rvs). pass_begin answers false (nothing to free) when the last
+ * pass saw the same versions and made no call; else pass_end records the pass and frees. */
+typedef struct {
+    json_t **mine;
+    int64_t *rvs;
+    size_t n;
+    const char *uid;
+    uint64_t calls; /* api_calls when the pass began */
+} pass_t;
+
+static bool pass_begin(ks_cluster_t *c, json_t *owner, int64_t owner_rv, snap_t *s,
+                       const char *kind, pass_t *p) {
+    p->mine = fg_xcalloc(s->n + 1, sizeof(*p->mine));
+    p->rvs = fg_xcalloc(s->n + 2, sizeof(*p->rvs));
+    p->n = owned(s, owner, kind, p->mine, p->rvs + 1, s->n);
+    p->uid = jstr(owner, "metadata.uid");
+    p->calls = api_calls;
+    p->rvs[0] = owner_rv;
+    if (!settled(c, p->uid, p->rvs, p->n + 1))
+        return true;
+    free(p->rvs);
+    free(p->mine);
+    return false;
+}
+
+static void pass_end(ks_cluster_t *c, pass_t *p) {
+    memo_note(c, p->uid, p->rvs, p->n + 1, api_calls == p->calls);
+    free(p->rvs);
+    free(p->mine);
+}
+
 static void reconcile_rs(ks_cluster_t *c, json_t *rs, int64_t rs_rv, snap_t *pods) {
     if (jget(rs, "metadata.deletionTimestamp") != NULL)
         return; /* being deleted (orphan finalizer): the GC finishes it */
-    json_t **mine = fg_xcalloc(pods->n + 1, sizeof(*mine));
-    int64_t *rvs = fg_xcalloc(pods->n + 2, sizeof(*rvs));
-    size_t n = owned(pods, rs, "ReplicaSet", mine, rvs + 1, pods->n), active = 0, ready = 0;
-    const char *uid = jstr(rs, "metadata.uid");
-    uint64_t calls = api_calls;
-    rvs[0] = rs_rv;
-    if (settled(c, uid, rvs, n + 1)) {
-        free(rvs);
-        free(mine);
+    pass_t pass;
+    if (!pass_begin(c, rs, rs_rv, pods, "ReplicaSet", &pass))
         return;
-    }
+    json_t **mine = pass.mine;
+    size_t n = pass.n, active = 0, ready = 0;
     char path[512], msg[400];
     for (size_t i = 0; i < n; i++) {
         if (!pod_terminal(mine[i])) {
@@ -936,7 +962,6 @@ static void reconcile_rs(ks_cluster_t *c, json_t *rs, int64_t rs_rv, snap_t *pod
         if (pod_ready(victim))
             ready--;
     }
-    free(mine);
     int64_t gen = jint(rs, "metadata.generation", 1);
     if (jint(rs, "status.replicas", -1) != (int64_t)active ||
         jint(rs, "status.readyReplicas", -1) != (int64_t)ready ||
@@ -947,8 +972,7 @@ static void reconcile_rs(ks_cluster_t *c, json_t *rs, int64_t rs_rv, snap_t *pod
                               "readyReplicas", (json_int_t)ready, "availableReplicas",
                               (json_int_t)ready, "observedGeneration", (json_int_t)gen),
                     MANAGER_CM);
-    memo_note(c, uid, rvs, n + 1, api_calls == calls);
-    free(rvs);
+    pass_end(c, &pass);
 }
 
 /* maxSurge / maxUnavailable: an int or "25%" of replicas, rounded up (surge) or down. */
@@ -1093,17 +1117,11 @@ static void reconcile_deployment(ks_cluster_t *c, json_t *dep, int64_t dep_rv, s
     if (jget(dep, "metadata.deletionTimestamp") != NULL)
         return; /* being deleted (orphan finalizer): the GC finishes it */
     char hash[16], ts[32];
-    json_t **mine = fg_xcalloc(rss->n + 1, sizeof(*mine));
-    int64_t *rvs = fg_xcalloc(rss->n + 2, sizeof(*rvs));
-    size_t n = owned(rss, dep, "Deployment", mine, rvs + 1, rss->n);
-    const char *uid = jstr(dep, "metadata.uid");
-    uint64_t calls = api_calls;
-    rvs[0] = dep_rv;
-    if (settled(c, uid, rvs, n + 1)) {
-        free(rvs);
-        free(mine);
+    pass_t pass;
+    if (!pass_begin(c, dep, dep_rv, rss, "Deployment", &pass))
         return;
-    }
+    json_t **mine = pass.mine;
+    size_t n = pass.n;
     int64_t replicas = jint(dep, "spec.replicas", 1);
     bool paused = json_is_true(jget(dep, "spec.paused"));
     bool recreate = strcmp(jstr(dep, "spec.strategy.type") ?: "", "Recreate") == 0;
@@ -1228,9 +1246,7 @@ static void reconcile_deployment(ks_cluster_t *c, json_t *dep, int64_t dep_rv, s
     } else {
         json_decref(conds);
     }
-    memo_note(c, uid, rvs, n + 1, api_calls == calls);
-    free(rvs);
-    free(mine);
+    pass_end(c, &pass);
 }
 
 /* ---- Jobs, CronJobs ---------------------------------------------------------- */
