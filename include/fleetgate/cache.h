@@ -15,6 +15,7 @@
 #include "fleetgate/core.h"
 
 typedef struct fg_redis fg_redis_t;
+typedef struct fg_redis_batch fg_redis_batch_t; /* commands sent in one round trip (below) */
 
 /* A Lua script, called by EVALSHA with its SHA-1 (loaded with SCRIPT LOAD on NOSCRIPT). */
 typedef struct {
@@ -311,6 +312,25 @@ int fg_cache_quota_reserve(fg_redis_t *r, const char *project, const char *tier,
                            const fg_cache_quota_use_t *fresh, size_t nfresh,
                            const fg_cache_quota_use_t *uses, size_t nuses, int64_t usage_keep_ms,
                            fg_cache_quota_verdict_t *out);
+/* What a guarded reserve checks first: the project's object in each member cluster still has
+ * the version the caller took the limits from ("" when it had none). */
+#define FG_CACHE_QUOTA_MAX_CLUSTERS 64
+typedef struct {
+    const char *const *clusters; /* every member cluster, by name */
+    const char *const *versions;
+    size_t n;
+} fg_cache_quota_guard_t;
+/* fg_cache_quota_reserve with the kept usage (uses NULL), as a command of batch b that goes with
+ * the caller's first reads, before it has read the project: it reserves only when g holds, no
+ * cluster holds app and the project has no job sets (quota_reserve.lua's guarded form); else
+ * nothing is done and out->need_uses is set, for the caller to read and call
+ * fg_cache_quota_reserve. Returns the command's index in b. */
+size_t fg_cache_quota_reserve_add(fg_redis_batch_t *b, const char *project, const char *tier,
+                                  const char *app, const int64_t want[3], const int64_t limit[3],
+                                  int64_t ttl_ms, const fg_cache_quota_guard_t *g);
+/* The verdict of that command, once b has run: FG_OK with *out, or FG_EIO (an error reply, such
+ * as NOSCRIPT on a Redis that never ran the script: call fg_cache_quota_reserve). */
+int fg_cache_quota_reserve_read(const fg_redis_batch_t *b, size_t i, fg_cache_quota_verdict_t *out);
 /* Drops the app's reservation (a write that failed, an app deleted). */
 int fg_cache_quota_release(fg_redis_t *r, const char *project, const char *tier, const char *app);
 /* name (an app, "jobset/<name>") was deleted: its quota is free at once on every replica. One
@@ -395,7 +415,6 @@ int fg_cache_changes_epoch(fg_cache_changes_t *c, char *out, size_t len);
  *
  * A batch collects commands (their arguments copied), sends them pipelined, and keeps the
  * replies until it is freed: build, run, read replies by the index add returned. */
-typedef struct fg_redis_batch fg_redis_batch_t;
 
 fg_redis_batch_t *fg_redis_batch_new(void); /* free with fg_redis_batch_free */
 void fg_redis_batch_free(fg_redis_batch_t *b);

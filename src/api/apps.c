@@ -15,9 +15,11 @@
 
 #include "fleetgate/kube.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #define DEPLOYMENTS "deployments"
@@ -137,6 +139,95 @@ static bool tier_usage(fg_api_t *api, const char *rid, const char *project, cons
     return true;
 }
 
+/* The tier's limits in the presented project (limit[r] < 0: none on that resource); false
+ * when the tier has no quota there. */
+static bool tier_limits(const json_t *project, const char *tier, int64_t limit[3]) {
+    const json_t *lim =
+        json_object_get(json_object_get(json_object_get(project, "quotas"), tier), "limits");
+    if (lim == NULL)
+        return false;
+    for (size_t r = 0; r < 3; r++) {
+        const json_t *q = json_object_get(lim, quota_rows[r].res);
+        const char *s = json_string_value(q);
+        limit[r] = json_is_integer(q) ? json_integer_value(q) : -1;
+        if (s && fg_kube_quantity_parse(s, strlen(s), quota_rows[r].milli, &limit[r]) != FG_OK)
+            limit[r] = -1;
+    }
+    return true;
+}
+
+/* The refusal's detail: tier, resource, would-be usage and quota. */
+static void exceeded_why(const fg_cache_quota_verdict_t *v, const char *tier, const char *project,
+                         char *why, size_t len) {
+    const char *unit = quota_rows[v->resource].milli ? "m" : "";
+    snprintf(why, len, "tier %s of project %s: %s would be %lld%s of a quota of %lld%s", tier,
+             project, quota_rows[v->resource].res, (long long)v->would_be, unit,
+             (long long)v->limit, unit);
+}
+
+/* ---- the limits a write last read, for the next create's guarded reserve ----------------
+ *
+ * A create sends its quota reservation with its first reads, before it has read the project,
+ * with the tier's limits as this replica last read them (by any create or scale of the
+ * project) and the versions of the project's objects they came from: the script reserves only
+ * when those versions still stand (cache/quota_reserve.lua's guarded form), else the create
+ * reads and reserves as before. Direct-mapped by (project, tier); a slot another pair took over
+ * is simply a miss. */
+#define LIMITS_SLOTS       128
+#define LIMITS_VERSION_MAX 32
+
+typedef struct {
+    char key[96]; /* "{project}/{tier}"; "" when empty */
+    int64_t limit[3];
+    size_t n; /* clusters, in the configuration's order */
+    char version[RD_MAX_CLUSTERS][LIMITS_VERSION_MAX];
+} limits_seen_t;
+
+static limits_seen_t limits_seen[LIMITS_SLOTS];
+static pthread_mutex_t limits_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static limits_seen_t *limits_slot(const char *project, const char *tier, char *key, size_t len) {
+    snprintf(key, len, "%s/%s", project, tier);
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const char *p = key; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return &limits_seen[h % LIMITS_SLOTS];
+}
+
+/* Notes the tier's limits of project as just read: objs[i] is the project's object in the
+ * configuration's cluster i (c's parts, unfiltered), proj its presentation. */
+static void limits_note(const rd_ctx_t *c, json_t *const *objs, const json_t *proj,
+                        const char *project, const char *tier) {
+    limits_seen_t seen = {0};
+    char key[sizeof seen.key];
+    limits_seen_t *slot = limits_slot(project, tier, key, sizeof key);
+    if (!tier_limits(proj, tier, seen.limit) || c->nparts > RD_MAX_CLUSTERS)
+        return;
+    seen.n = c->nparts;
+    for (size_t i = 0; i < c->nparts; i++) {
+        const char *v = objs[i] ? rd_str(objs[i], "version") : "";
+        if (v == NULL || strlen(v) >= LIMITS_VERSION_MAX)
+            return;
+        snprintf(seen.version[i], LIMITS_VERSION_MAX, "%s", v);
+    }
+    snprintf(seen.key, sizeof seen.key, "%s", key);
+    pthread_mutex_lock(&limits_mu);
+    *slot = seen;
+    pthread_mutex_unlock(&limits_mu);
+}
+
+/* The tier's limits of project as last noted (a copy in *out); false when none were. */
+static bool limits_recall(const char *project, const char *tier, limits_seen_t *out) {
+    char key[sizeof out->key];
+    limits_seen_t *slot = limits_slot(project, tier, key, sizeof key);
+    pthread_mutex_lock(&limits_mu);
+    bool hit = strcmp(slot->key, key) == 0;
+    if (hit)
+        *out = *slot;
+    pthread_mutex_unlock(&limits_mu);
+    return hit;
+}
+
 void quota_demand(const json_t *containers, int64_t pods, int64_t out[3]) {
     demand(containers, pods, out);
 }
@@ -147,21 +238,12 @@ static int quota_reserve_with(fg_api_t *api, const char *rid, const json_t *proj
                               const char *tier, const char *app, const int64_t want[3], bool keep,
                               const json_t *running_read, quota_verdict_t *out) {
     const char *name = json_string_value(json_object_get(project, "name"));
-    const json_t *lim =
-        json_object_get(json_object_get(json_object_get(project, "quotas"), tier), "limits");
     memset(out, 0, sizeof *out);
-    if (lim == NULL) {
+    int64_t limit[3];
+    if (!tier_limits(project, tier, limit)) {
         snprintf(out->why, sizeof out->why,
                  "tier %s of project %s has no quota: the tier may not be used", tier, name);
         return QUOTA_NO_TIER;
-    }
-    int64_t limit[3];
-    for (size_t r = 0; r < 3; r++) {
-        const json_t *q = json_object_get(lim, quota_rows[r].res);
-        const char *s = json_string_value(q);
-        limit[r] = json_is_integer(q) ? json_integer_value(q) : -1;
-        if (s && fg_kube_quantity_parse(s, strlen(s), quota_rows[r].milli, &limit[r]) != FG_OK)
-            limit[r] = -1;
     }
     fg_cache_quota_use_t *uses = NULL, *jobs = NULL;
     size_t nuses = 0, njobs = 0;
@@ -194,10 +276,7 @@ static int quota_reserve_with(fg_api_t *api, const char *rid, const json_t *proj
                  "the quota of tier %s cannot be checked: redis is unavailable", tier);
         verdict = QUOTA_UNAVAILABLE;
     } else if (!v.reserved) {
-        const char *unit = quota_rows[v.resource].milli ? "m" : "";
-        snprintf(out->why, sizeof out->why,
-                 "tier %s of project %s: %s would be %lld%s of a quota of %lld%s", tier, name,
-                 quota_rows[v.resource].res, (long long)v.would_be, unit, (long long)v.limit, unit);
+        exceeded_why(&v, tier, name, out->why, sizeof out->why);
         verdict = QUOTA_EXCEEDED;
     } else if (!keep) {
         fg_cache_quota_release(api->redis, name, tier, app);
@@ -216,6 +295,16 @@ static bool quota_with_or_reply(fg_req_t *req, const json_t *project, const json
                                 const char *app, int64_t replicas, bool keep,
                                 const json_t *running);
 
+/* What replicas of the app take of the quota: its containers' requests and its sidecars'. */
+static void app_want(fg_req_t *req, const json_t *spec, int64_t replicas, int64_t want[3]) {
+    json_t *all = json_deep_copy(json_object_get(spec, "containers")),
+           *sidecars = as_sidecar_containers(spec, cfg_of(req));
+    json_array_extend(all, sidecars); /* the sidecars' requests count as the app's */
+    demand(all, replicas, want);
+    json_decref(all);
+    json_decref(sidecars);
+}
+
 /* The tier's quota, checked and reserved atomically across replicas (cache/quota_reserve.lua):
  * the tier must have a quota in the project, and this app's replicas plus every other app of the
  * tier (in the cache, or reserved by a write in flight) must fit. keep false: check only (a dry
@@ -230,12 +319,7 @@ static bool quota_with_or_reply(fg_req_t *req, const json_t *project, const json
                                 const char *app, int64_t replicas, bool keep,
                                 const json_t *running) {
     int64_t want[3];
-    json_t *all = json_deep_copy(json_object_get(spec, "containers")),
-           *sidecars = as_sidecar_containers(spec, cfg_of(req));
-    json_array_extend(all, sidecars); /* the sidecars' requests count as the app's */
-    demand(all, replicas, want);
-    json_decref(all);
-    json_decref(sidecars);
+    app_want(req, spec, replicas, want);
     quota_verdict_t v;
     switch (quota_reserve_with(fg_req_app(req), fg_req_id(req), project, as_tier(spec), app, want,
                                keep, running, &v)) {
@@ -446,23 +530,43 @@ static void roll_back(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outco
  * c is NULL) and the tier's running job sets but app's for the quota (*running, as js_tier_usage
  * counts them). In two halves, so that work that needs no Redis overlaps the round trip:
  * first_reads_send sends (false when it replied: nothing is pending), first_reads_recv reads
- * (false when it replied); in between, this thread makes no Redis call. */
+ * (false when it replied); in between, this thread makes no Redis call.
+ *
+ * A create also sends its quota reservation with these reads (want not NULL), guarded by the
+ * limits this replica last read (limits_recall). f->decided says whether the script decided
+ * (f->verdict: reserved, or refused); when it did not, the create reserves as a scale does. */
 typedef struct {
     fg_redis_batch_t *b;
     rd_ctx_t pc;
     rd_at_t pat, at;
-    size_t jobs;
+    size_t jobs, quota_at;
+    bool decided;
+    fg_cache_quota_verdict_t verdict;
 } first_reads_t;
 
-static bool first_reads_send(fg_req_t *req, const char *project, const char *name, rd_ctx_t *c,
-                             first_reads_t *f) {
+static bool first_reads_send(fg_req_t *req, const char *project, const char *name, const char *tier,
+                             const int64_t *want, rd_ctx_t *c, first_reads_t *f) {
     fg_api_t *api = fg_req_app(req);
     char why[256];
     f->b = fg_redis_batch_new();
+    f->quota_at = SIZE_MAX;
+    f->decided = false;
+    memset(&f->verdict, 0, sizeof f->verdict);
     bool ok =
         rd_get_add_or_reply(&f->pc, req, "project", "namespaces", "_", project, f->b, &f->pat) &&
         (c == NULL || rd_get_add_or_reply(c, req, "app", DEPLOYMENTS, project, name, f->b, &f->at));
     f->jobs = ok ? js_tier_usage_add(api, project, f->b) : 0;
+    limits_seen_t seen;
+    if (ok && want && limits_recall(project, tier, &seen) && seen.n == f->pc.nparts) {
+        const char *clusters[RD_MAX_CLUSTERS], *versions[RD_MAX_CLUSTERS];
+        for (size_t i = 0; i < seen.n; i++) {
+            clusters[i] = f->pc.parts[i].conf->name;
+            versions[i] = seen.version[i];
+        }
+        fg_cache_quota_guard_t g = {clusters, versions, seen.n};
+        f->quota_at = fg_cache_quota_reserve_add(f->b, project, tier, name, want, seen.limit,
+                                                 QUOTA_TTL_MS, &g);
+    }
     if (ok && fg_redis_batch_send(api->redis, f->b, why, sizeof why) != FG_OK) {
         FG_LOG(FG_LOG_ERROR, fg_req_id(req), "read %s: %s", fg_req_path(req), why);
         fg_reply_problem(req, FG_PROBLEM_REDIS_UNAVAILABLE, "%s", why);
@@ -487,8 +591,13 @@ static bool first_reads_recv(fg_req_t *req, first_reads_t *f, const char *projec
         FG_LOG(FG_LOG_ERROR, fg_req_id(req), "read %s: %s", fg_req_path(req), why);
         fg_reply_problem(req, FG_PROBLEM_REDIS_UNAVAILABLE, "%s", why);
     } else {
+        f->decided = f->quota_at != SIZE_MAX &&
+                     fg_cache_quota_reserve_read(f->b, f->quota_at, &f->verdict) == FG_OK &&
+                     !f->verdict.need_uses;
         rd_get_read(&f->pc, f->b, &f->pat, pobjs, &pfound);
         *proj = pfound ? rd_present_project(&f->pc, pobjs) : NULL;
+        if (*proj)
+            limits_note(&f->pc, pobjs, *proj, project, tier);
         rd_objs_free(pobjs, f->pc.nparts);
         if (c) {
             rd_get_read(c, f->b, &f->at, objs, found);
@@ -510,8 +619,24 @@ static bool first_reads_or_reply(fg_req_t *req, const char *project, const char 
                                  const char *tier, json_t **proj, rd_ctx_t *c, size_t *found,
                                  json_t **running) {
     first_reads_t f;
-    return first_reads_send(req, project, name, c, &f) &&
+    return first_reads_send(req, project, name, tier, NULL, c, &f) &&
            first_reads_recv(req, &f, project, name, tier, proj, c, found, running);
+}
+
+/* The quota of a create: what the script sent with the first reads decided, else reserved now
+ * (quota_with_or_reply). */
+static bool create_quota_or_reply(fg_req_t *req, const first_reads_t *f, const json_t *proj,
+                                  const json_t *spec, const char *name, int64_t replicas,
+                                  const json_t *running) {
+    if (!f->decided)
+        return quota_with_or_reply(req, proj, spec, name, replicas, !dry_run(req), running);
+    if (f->verdict.reserved)
+        return true;
+    char why[256];
+    exceeded_why(&f->verdict, as_tier(spec), json_string_value(json_object_get(proj, "name")), why,
+                 sizeof why);
+    fg_reply_problem(req, FG_PROBLEM_QUOTA_EXCEEDED, "%s", why);
+    return false;
 }
 
 int fg_api_create_app(fg_req_t *req) {
@@ -544,8 +669,11 @@ int fg_api_create_app(fg_req_t *req) {
      * Redis), and the Deployments are built while the reads' round trip is on its way. What
      * the reads find is answered first, as before: 404, then 409 for an app that exists. */
     int placed = place_in(api, spec, replicas, NULL, placed_over, &p, why, sizeof why);
+    int64_t want[3];
+    app_want(req, spec, replicas, want);
     first_reads_t f;
-    if (!first_reads_send(req, project, name, &c, &f))
+    if (!first_reads_send(req, project, name, as_tier(spec),
+                          placed == FG_OK && !dry_run(req) ? want : NULL, &c, &f))
         goto out;
     snprintf(path, sizeof path, "/apis/apps/v1/namespaces/%s/deployments", project);
     if (placed == FG_OK && !dry_run(req)) {
@@ -565,7 +693,11 @@ int fg_api_create_app(fg_req_t *req) {
             n++;
         }
     }
-    if (!first_reads_recv(req, &f, project, name, as_tier(spec), &proj, &c, &found, &running))
+    bool read =
+        first_reads_recv(req, &f, project, name, as_tier(spec), &proj, &c, &found, &running);
+    if ((!read || found > 0) && f.decided && f.verdict.reserved)
+        quota_release(req, project, spec, name); /* reserved for a create that ends here */
+    if (!read)
         goto out;
     if (found > 0) {
         rc = fg_reply_problem(req, FG_PROBLEM_CONFLICT, "app %s exists already in project %s", name,
@@ -576,7 +708,7 @@ int fg_api_create_app(fg_req_t *req) {
         place_failed(req, placed, &p, why);
         goto out;
     }
-    if (!quota_with_or_reply(req, proj, spec, name, replicas, !dry_run(req), running))
+    if (!create_quota_or_reply(req, &f, proj, spec, name, replicas, running))
         goto out;
     if (dry_run(req)) {
         rc = reply_dry_run(req, app, &p);

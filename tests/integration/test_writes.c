@@ -11,6 +11,7 @@
 #include "contract.h"
 
 #include <check.h>
+#include <hiredis.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -764,6 +765,53 @@ START_TEST(app_create_failure_rolls_back) {
 }
 END_TEST
 
+/* A create reserves its quota along with its first reads, by the limits this replica read
+ * last (the guarded reserve): those must be the project's own. Lowered, the next create is
+ * held to the new limit; a create of an app that exists is refused as such and holds nothing. */
+START_TEST(quota_create_follows_a_changed_limit) {
+    create_quota_project(); /* cpu 4 */
+    th_resp_t r;
+    static const char *const names[] = {"web", "api"};
+    for (size_t i = 0; i < 2; i++) { /* the second one goes the guarded way */
+        char *body = app_body(names[i], 2, "{}", NULL);
+        ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 201);
+        th_resp_free(&r);
+        free(body);
+    }
+    char *body = app_body("api", 3, "{}", NULL);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 409);
+    ck_assert_msg(strstr(r.body, "app api exists already") != NULL, "%s", r.body);
+    th_resp_free(&r);
+    free(body);
+    /* 500m: web and api hold 2 x 200m, so two more replicas of 100m do not fit, one does */
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop", admin,
+                          "{\"quotas\": {\"OnDemand\": {\"limits\": {\"cpu\": \"500m\"}}}}", NULL,
+                          true, &r),
+                     200);
+    th_resp_free(&r);
+    /* the tier's usage as a write keeps it for the next ones (at most 1 s), so the create
+     * below is decided by the reserve sent with its reads, whose limits are now stale */
+    redisContext *rc = redisConnect("127.0.0.1", redis.port);
+    ck_assert(rc != NULL && rc->err == 0);
+    redisReply *rep = redisCommand(rc, "SET fg:qu:shop:OnDemand %s PX 30000",
+                                   "web,200,268435456,2;api,200,268435456,2");
+    ck_assert_ptr_nonnull(rep);
+    freeReplyObject(rep);
+    redisFree(rc);
+    body = app_body("db", 2, "{}", NULL);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 409);
+    ck_assert_msg(strstr(r.body, "tier OnDemand of project shop: cpu would be 600m of a quota of "
+                                 "500m") != NULL,
+                  "%s", r.body);
+    th_resp_free(&r);
+    free(body);
+    body = app_body("db", 1, "{}", NULL);
+    ck_assert_int_eq(call("POST", "/v1/projects/shop/apps", dev, body, NULL, true, &r), 201);
+    th_resp_free(&r);
+    free(body);
+}
+END_TEST
+
 /* ---- quotas: two replicas racing for the last units ---------------------------------------- */
 
 typedef struct {
@@ -1091,6 +1139,7 @@ static Suite *writes_suite(void) {
     TCase *tq = tcase_create("quota");
     tcase_add_checked_fixture(tq, setup, teardown);
     tcase_set_timeout(tq, 120);
+    tcase_add_test(tq, quota_create_follows_a_changed_limit);
     tcase_add_test(tq, quota_holds_across_two_replicas);
     tcase_add_test(tq, idempotent_create_answers_once_across_replicas);
     tcase_add_test(tq, idempotent_retry_after_dropped_connection);
