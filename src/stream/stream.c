@@ -233,7 +233,7 @@ static void flush_dirty(fg_streams_t *ss) {
         stream_t *next = st->dirty_next;
         st->dirty = false;
         st->dirty_next = NULL;
-        if (st->fd < 0)
+        if (st->fd < 0 || st->hung_up)
             fg_http_stream_wake(st->http);
         else /* FG_EAGAIN: the socket's next room (EPOLLOUT) wakes the stream again */
             (void)fg_http_stream_push(st->http);
@@ -536,8 +536,15 @@ static void *loop_main(void *arg) {
                 fg_stream_wake(st); /* room in the client's socket: what it did not take goes */
                 continue;
             }
-            /* The client hung up: stop the cluster's side now, not at the next byte. */
+            /* The client hung up: stop the cluster's side now, not at the next byte. What
+             * waits for it is dropped, and libmicrohttpd ends the request (the body's cut)
+             * rather than a push waiting for room in a socket no one reads any more (it is not
+             * watched now either). */
             epoll_ctl(ss->epfd, EPOLL_CTL_DEL, st->fd, NULL);
+            st->hung_up = true;
+            pthread_mutex_lock(&st->mu);
+            st->len = 0;
+            pthread_mutex_unlock(&st->mu);
             end_stream(st, true, "client-gone", FG_PROBLEM_BAD_REQUEST, "the client went away");
         }
         if (commands)

@@ -77,6 +77,7 @@ struct stream {
      * list (written out once at the end of the turn, however many lines came) */
     bool dirty;
     stream_t *dirty_next;
+    bool hung_up; /* the client hung up: no more pushes (its socket may stay full), MHD ends it */
 };
 
 struct fg_streams {

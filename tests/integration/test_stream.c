@@ -590,12 +590,8 @@ static bool dechunk(const char *raw, size_t len, char *out, size_t *olen, char *
     return true;
 }
 
-/* Lines through fleetgate to a client slower than the pod: the body stays whole HTTP/1.1
- * chunks (or, over HTTP/1.0, the bare lines) and no line is lost or repeated while fleetgate's
- * socket to the client keeps filling (the loop writes the body itself, keeping what the socket
- * does not take). */
-START_TEST(follow_to_a_slow_reader_is_whole_chunks_in_order) {
-    setup();
+/* A pod of app busy in the cache and in kubesim, writing 20,000 log lines a second. */
+static void busy_pod(void) {
     char body[1024];
     snprintf(body, sizeof body,
              "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"busy-1\","
@@ -607,6 +603,15 @@ START_TEST(follow_to_a_slow_reader_is_whole_chunks_in_order) {
     ck_assert_int_eq(tc_put(&cache, "pod", CLUSTER, "shop", "busy-1", j), 0);
     free(j);
     ts_sleep_ms(300);
+}
+
+/* Lines through fleetgate to a client slower than the pod: the body stays whole HTTP/1.1
+ * chunks (or, over HTTP/1.0, the bare lines) and no line is lost or repeated while fleetgate's
+ * socket to the client keeps filling (the loop writes the body itself, keeping what the socket
+ * does not take). */
+START_TEST(follow_to_a_slow_reader_is_whole_chunks_in_order) {
+    setup();
+    busy_pod();
     for (int v = 0; v < 2; v++) { /* HTTP/1.1 (chunks), then HTTP/1.0 (the bytes as they are) */
         /* a small receive window, read in small bites with pauses: fleetgate's sends come short */
         int rcv = 4096;
@@ -946,6 +951,31 @@ START_TEST(exec_token_as_a_subprotocol) {
 }
 END_TEST
 
+/* A client that hangs up (a FIN) while its socket is full is let go at once. Nothing makes
+ * room in that socket any more, so a push that finds it full must not wait for room: it did,
+ * until the stall timeout, when a client's hang-up came between such a push and its reset. */
+START_TEST(follow_hang_up_with_a_full_socket_ends_at_once) {
+    setup();
+    busy_pod();
+    int rcv = 4096;
+    int fd = th_connect(port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv), 0);
+    char req[1024];
+    int n = snprintf(req, sizeof req,
+                     "GET /v1/projects/shop/pods/busy-1/logs?follow=true HTTP/1.1\r\n"
+                     "Host: 127.0.0.1\r\nAuthorization: Bearer %s\r\n\r\n",
+                     dev);
+    ck_assert_int_eq(write(fd, req, (size_t)n), n);
+    ck_assert(wait_streams_open(1, 2000));
+    ts_sleep_ms(1500); /* nothing read: both sockets' buffers fill, pushes find them full */
+    ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
+    ck_assert_msg(wait_streams_open(0, 2000), "the stream outlived its client's hang-up");
+    close(fd);
+    teardown();
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("stream");
     TCase *tc = tcase_create("logs");
@@ -957,6 +987,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, slow_reader_keeps_memory_bounded_and_drain_ends_streams);
     tcase_add_test(tc, app_logs_merge_every_pod_and_follow_new_ones);
     tcase_add_test(tc, follow_to_a_slow_reader_is_whole_chunks_in_order);
+    tcase_add_test(tc, follow_hang_up_with_a_full_socket_ends_at_once);
     suite_add_tcase(s, tc);
     TCase *ts = tcase_create("stall");
     tcase_set_timeout(ts, 60 + stall_test_s());
