@@ -92,6 +92,42 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def pump(sel, timeout):
+    """Reads what the selector's sockets have; each Reader times its lines. A TLS socket keeps
+    what OpenSSL decrypted, so each is read until it wants the socket again."""
+    for key, _ in sel.select(timeout=timeout):
+        while True:
+            try:
+                d = key.fileobj.recv(65536)
+            except (ssl.SSLWantReadError, BlockingIOError):
+                break
+            if not d:
+                sel.unregister(key.fileobj)
+                key.fileobj.close()
+                break
+            key.data.feed(d, time.time())
+
+
+def mark_steady(t):
+    """Tells stream_bench.sh (STEADY_FILE) when the measured window begins."""
+    if os.environ.get("STEADY_FILE"):
+        with open(os.environ["STEADY_FILE"], "w") as f:
+            f.write("%f\n" % t)
+
+
+def steady(sel):
+    """Reads (at most 120 s) until every stream has its answer's head, then starts the clock
+    one second later: only lines from then on count. Returns that time."""
+    deadline = time.time() + 120
+    while any(k.data.head for k in sel.get_map().values()) and time.time() < deadline:
+        pump(sel, 0.2)
+    t0 = time.time() + 1.0
+    for k in sel.get_map().values():
+        k.data.t0 = t0
+    mark_steady(t0)
+    return t0
+
+
 def direct(url, token, ca, n, seconds):
     host, port_path = url.split("://", 1)[1].split(":", 1)
     port, path = port_path.split("/", 1)
@@ -105,9 +141,8 @@ def direct(url, token, ca, n, seconds):
         s.sendall(("GET %s HTTP/1.0\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n" % (p, host, token)).encode())
         with lock:
             opened[0] += 1
-            if opened[0] == n and os.environ.get("STEADY_FILE"):
-                with open(os.environ["STEADY_FILE"], "w") as f:
-                    f.write("%f\n" % time.time())
+            if opened[0] == n:
+                mark_steady(time.time())
         mine, r = [], Reader(None, t0)
         r.lat = mine
         s.settimeout(0.5)
@@ -147,31 +182,9 @@ def straight(url, token, ca, n, seconds):
                    % (p, host, token)).encode())
         s.setblocking(False)
         sel.register(s, selectors.EVENT_READ, Reader(lat, t0, chunked="auto"))
-
-    def pump(timeout):
-        for key, _ in sel.select(timeout=timeout):
-            while True:  # what OpenSSL decrypted stays in it: read until it wants the socket
-                try:
-                    d = key.fileobj.recv(65536)
-                except (ssl.SSLWantReadError, BlockingIOError):
-                    break
-                if not d:
-                    sel.unregister(key.fileobj)
-                    key.fileobj.close()
-                    break
-                key.data.feed(d, time.time())
-
-    deadline = time.time() + 120
-    while any(k.data.head for k in sel.get_map().values()) and time.time() < deadline:
-        pump(0.2)
-    t0 = time.time() + 1.0
-    for k in sel.get_map().values():
-        k.data.t0 = t0
-    if os.environ.get("STEADY_FILE"):
-        with open(os.environ["STEADY_FILE"], "w") as f:
-            f.write("%f\n" % t0)
+    t0 = steady(sel)
     while time.time() < t0 + seconds:
-        pump(0.2)
+        pump(sel, 0.2)
     print(json.dumps({"streams": n, "live_at_end": len(sel.get_map()), "lines": len(lat),
                       "p50_ms": pct(lat, 0.5), "p99_ms": pct(lat, 0.99)}))
 
@@ -199,32 +212,14 @@ def gate(host, port, token, n, seconds, pidfile):
     for s in socks:
         sel.register(s, selectors.EVENT_READ, Reader(lat, t0, chunked=GATE_HTTP == "1.1"))
     # Steady state: every stream has its head (fleetgate and kubesim have done the TLS
-    # handshakes and the 1,000 opens), then one more second; only lines from then on count.
-    deadline = time.time() + 120
-    while any(k.data.head for k in sel.get_map().values()) and time.time() < deadline:
-        for key, _ in sel.select(timeout=0.2):
-            d = key.fileobj.recv(65536)
-            if not d:
-                sel.unregister(key.fileobj)
-                continue
-            key.data.feed(d, time.time())
-    open_s = time.time() - t_open
-    t0 = time.time() + 1.0
-    for k in sel.get_map().values():
-        k.data.t0 = t0
-    if os.environ.get("STEADY_FILE"):
-        with open(os.environ["STEADY_FILE"], "w") as f:
-            f.write("%f\n" % t0)
+    # handshakes and the 1,000 opens), then one more second.
+    t0 = steady(sel)
+    open_s = t0 - 1.0 - t_open
     t_end = t0 + seconds
     rss1, measured = None, False
     cpu0, lines0 = None, 0
     while time.time() < t_end:
-        for key, _ in sel.select(timeout=0.2):
-            d = key.fileobj.recv(65536)
-            if not d:
-                sel.unregister(key.fileobj)
-                continue
-            key.data.feed(d, time.time())
+        pump(sel, 0.2)
         if not measured and time.time() > t0 + 2:
             rss1, measured = rss_kb(pid), True
             cpu0, lines0 = cpu_s(pid), len(lat)
