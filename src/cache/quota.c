@@ -31,10 +31,11 @@ static void uses_text(fg_buf_t *b, const fg_cache_quota_use_t *uses, size_t n) {
 }
 
 /* The script's arguments (quota_reserve.lua's ARGV[1..12]), pointing into q's own text. */
+#define QUOTA_ARGC 12
 typedef struct {
     char num[9][24];
     fg_buf_t fresh, uses;
-    const char *args[14 + FG_CACHE_QUOTA_MAX_CLUSTERS];
+    const char *args[QUOTA_ARGC];
     size_t n;
 } quota_args_t;
 
@@ -104,8 +105,8 @@ size_t fg_cache_quota_reserve_add(fg_redis_batch_t *b, const char *project, cons
                                   int64_t ttl_ms, const fg_cache_quota_guard_t *g) {
     pthread_once(&script_once, script_init);
     size_t nc = g->n < FG_CACHE_QUOTA_MAX_CLUSTERS ? g->n : FG_CACHE_QUOTA_MAX_CLUSTERS;
-    fg_cache_key_t k[2 + 3 * FG_CACHE_QUOTA_MAX_CLUSTERS];
-    const char *argv[3 + 2 + 3 * FG_CACHE_QUOTA_MAX_CLUSTERS + 14 + FG_CACHE_QUOTA_MAX_CLUSTERS];
+    fg_cache_key_t *k = fg_xcalloc(2 + 3 * nc, sizeof *k);
+    const char **argv = fg_xcalloc(3 + 2 + 3 * nc + QUOTA_ARGC + 2 + nc, sizeof *argv);
     char nkeys[24];
     size_t a = 0;
     snprintf(nkeys, sizeof nkeys, "%zu", 2 + 3 * nc);
@@ -129,6 +130,8 @@ size_t fg_cache_quota_reserve_add(fg_redis_batch_t *b, const char *project, cons
         argv[a++] = g->versions[c];
     size_t at = fg_redis_batch_add(b, a, argv, NULL); /* copies the arguments */
     quota_args_free(&q);
+    free(argv);
+    free(k);
     return at;
 }
 
