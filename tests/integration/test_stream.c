@@ -605,6 +605,22 @@ static void busy_pod(void) {
     ts_sleep_ms(300);
 }
 
+/* A follow of busy-1's log over HTTP/version, from a socket with a 4 KiB receive window (so
+ * fleetgate's socket to it fills soon): the connected socket, the request sent. */
+static int follow_busy(const char *version) {
+    int rcv = 4096;
+    int fd = th_connect(port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv), 0);
+    char req[1024];
+    int n = snprintf(req, sizeof req,
+                     "GET /v1/projects/shop/pods/busy-1/logs?follow=true HTTP/%s\r\n"
+                     "Host: 127.0.0.1\r\nAuthorization: Bearer %s\r\n\r\n",
+                     version, dev);
+    ck_assert_int_eq(write(fd, req, (size_t)n), n);
+    return fd;
+}
+
 /* Lines through fleetgate to a client slower than the pod: the body stays whole HTTP/1.1
  * chunks (or, over HTTP/1.0, the bare lines) and no line is lost or repeated while fleetgate's
  * socket to the client keeps filling (the loop writes the body itself, keeping what the socket
@@ -614,17 +630,8 @@ START_TEST(follow_to_a_slow_reader_is_whole_chunks_in_order) {
     busy_pod();
     for (int v = 0; v < 2; v++) { /* HTTP/1.1 (chunks), then HTTP/1.0 (the bytes as they are) */
         /* a small receive window, read in small bites with pauses: fleetgate's sends come short */
-        int rcv = 4096;
         const char *version = v == 0 ? "1.1" : "1.0";
-        int fd = th_connect(port);
-        ck_assert_int_ge(fd, 0);
-        ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv), 0);
-        char req[1024];
-        int n = snprintf(req, sizeof req,
-                         "GET /v1/projects/shop/pods/busy-1/logs?follow=true HTTP/%s\r\n"
-                         "Host: 127.0.0.1\r\nAuthorization: Bearer %s\r\n\r\n",
-                         version, dev);
-        ck_assert_int_eq(write(fd, req, (size_t)n), n);
+        int fd = follow_busy(version);
         static char raw[256 << 10], out[256 << 10];
         size_t len = 0;
         int slow_reads = 0;
@@ -957,16 +964,7 @@ END_TEST
 START_TEST(follow_hang_up_with_a_full_socket_ends_at_once) {
     setup();
     busy_pod();
-    int rcv = 4096;
-    int fd = th_connect(port);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv), 0);
-    char req[1024];
-    int n = snprintf(req, sizeof req,
-                     "GET /v1/projects/shop/pods/busy-1/logs?follow=true HTTP/1.1\r\n"
-                     "Host: 127.0.0.1\r\nAuthorization: Bearer %s\r\n\r\n",
-                     dev);
-    ck_assert_int_eq(write(fd, req, (size_t)n), n);
+    int fd = follow_busy("1.1");
     ck_assert(wait_streams_open(1, 2000));
     ts_sleep_ms(1500); /* nothing read: both sockets' buffers fill, pushes find them full */
     ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
