@@ -210,16 +210,6 @@ fg_fed_through_t *fg_fed_write_through_begin(fg_fed_t *fed, const fg_fed_write_t
                                              const fg_fed_outcome_t *out, size_t n,
                                              const bool *only, json_t **objs);
 void fg_fed_write_through_end(fg_fed_through_t *t, bool *shown, json_t **objs);
-/* fg_fed_write_all and fg_fed_write_through_keep in one: each cluster's answer is written
- * through as soon as it comes, while the other clusters' writes are still on their way, so the
- * caller does not wait for the write-through after the slowest cluster. shown[i] and objs[i] as
- * fg_fed_write_through_keep's (the caller frees objs). The last answers' write-through is only
- * begun: *last (NULL when there is none) is for the caller to end with fg_fed_write_through_end,
- * once it has made what does not need Redis (its answer), before any other Redis call; their
- * objs[i] are set already, their shown[i] only then. Returns what fg_fed_write_all returns. */
-size_t fg_fed_write_all_through(fg_fed_t *fed, const fg_fed_write_t *w, size_t n, long deadline_ms,
-                                fg_fed_outcome_t *out, bool *shown, json_t **objs,
-                                fg_fed_through_t **last);
 
 /* ---- the reconciler (src/fed/reconcile.c) ---------------------------------------------------- */
 

@@ -215,15 +215,6 @@ void fg_kube_conns_free(fg_kube_conns_t *k); /* NULL is fine */
 /* fg_kube_request_all through conns (kept for the next run). */
 int fg_kube_request_all_in(fg_kube_conns_t *conns, fg_kube_call_t *calls, size_t n,
                            long deadline_ms);
-/* Called by fg_kube_request_all_each, in the calling thread, each time calls end while others
- * may still be in flight: done[0..ndone) index the calls that just ended (rc, http_code, out and
- * err set). */
-typedef void (*fg_kube_calls_done_cb)(void *ud, const size_t *done, size_t ndone);
-/* fg_kube_request_all_in, calling done (may be NULL) as transfers end, so that the caller uses
- * the first answers while the others are on their way. A call that could not start (or that the
- * loop's failure ended) is not reported: the caller sees it when this returns. */
-int fg_kube_request_all_each(fg_kube_conns_t *conns, fg_kube_call_t *calls, size_t n,
-                             long deadline_ms, fg_kube_calls_done_cb done, void *ud);
 /* Releases the answers the calls hold. */
 void fg_kube_calls_clear(fg_kube_call_t *calls, size_t n);
 

@@ -534,7 +534,8 @@ static void roll_back(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outco
  *
  * A create also sends its quota reservation with these reads (want not NULL), guarded by the
  * limits this replica last read (limits_recall). f->decided says whether the script decided
- * (f->verdict: reserved, or refused); when it did not, the create reserves as a scale does. */
+ * (f->verdict: reserved, or refused; *proj is then NULL, the project being known to exist);
+ * when it did not, the create reserves as a scale does. */
 typedef struct {
     fg_redis_batch_t *b;
     rd_ctx_t pc;
@@ -594,18 +595,24 @@ static bool first_reads_recv(fg_req_t *req, first_reads_t *f, const char *projec
         f->decided = f->quota_at != SIZE_MAX &&
                      fg_cache_quota_reserve_read(f->b, f->quota_at, &f->verdict) == FG_OK &&
                      !f->verdict.need_uses;
-        rd_get_read(&f->pc, f->b, &f->pat, pobjs, &pfound);
-        *proj = pfound ? rd_present_project(&f->pc, pobjs) : NULL;
-        if (*proj)
-            limits_note(&f->pc, pobjs, *proj, project, tier);
-        rd_objs_free(pobjs, f->pc.nparts);
+        /* When the script decided, it found the project's objects at the versions noted with
+         * its limits (limits_note: the project existed): the project exists, its limits are
+         * noted already, and nothing needs its objects decoded (*proj stays NULL). */
+        *proj = NULL;
+        if (!f->decided) {
+            rd_get_read(&f->pc, f->b, &f->pat, pobjs, &pfound);
+            *proj = pfound ? rd_present_project(&f->pc, pobjs) : NULL;
+            if (*proj)
+                limits_note(&f->pc, pobjs, *proj, project, tier);
+            rd_objs_free(pobjs, f->pc.nparts);
+        }
         if (c) {
             rd_get_read(c, f->b, &f->at, objs, found);
             rd_objs_free(objs, c->nparts);
         }
         *running = json_object();
         js_tier_usage_read(api, fg_req_id(req), tier, name, f->b, f->jobs, *running);
-        if (*proj == NULL) {
+        if (*proj == NULL && !f->decided) {
             fg_reply_problem(req, FG_PROBLEM_NOT_FOUND, "no project %s", project);
             ok = false;
         }
@@ -624,17 +631,16 @@ static bool first_reads_or_reply(fg_req_t *req, const char *project, const char 
 }
 
 /* The quota of a create: what the script sent with the first reads decided, else reserved now
- * (quota_with_or_reply). */
-static bool create_quota_or_reply(fg_req_t *req, const first_reads_t *f, const json_t *proj,
-                                  const json_t *spec, const char *name, int64_t replicas,
-                                  const json_t *running) {
+ * (quota_with_or_reply; proj is only read then). */
+static bool create_quota_or_reply(fg_req_t *req, const first_reads_t *f, const char *project,
+                                  const json_t *proj, const json_t *spec, const char *name,
+                                  int64_t replicas, const json_t *running) {
     if (!f->decided)
         return quota_with_or_reply(req, proj, spec, name, replicas, !dry_run(req), running);
     if (f->verdict.reserved)
         return true;
     char why[256];
-    exceeded_why(&f->verdict, as_tier(spec), json_string_value(json_object_get(proj, "name")), why,
-                 sizeof why);
+    exceeded_why(&f->verdict, as_tier(spec), project, why, sizeof why);
     fg_reply_problem(req, FG_PROBLEM_QUOTA_EXCEEDED, "%s", why);
     return false;
 }
@@ -708,7 +714,7 @@ int fg_api_create_app(fg_req_t *req) {
         place_failed(req, placed, &p, why);
         goto out;
     }
-    if (!create_quota_or_reply(req, &f, proj, spec, name, replicas, running))
+    if (!create_quota_or_reply(req, &f, project, proj, spec, name, replicas, running))
         goto out;
     if (dry_run(req)) {
         rc = reply_dry_run(req, app, &p);
@@ -721,23 +727,21 @@ int fg_api_create_app(fg_req_t *req) {
         goto out;
     }
     snprintf(one, sizeof one, "%s/%s", path, name);
-    /* each cluster's answer is written through as it comes (read your writes), while the others
-     * are on their way; a failed create's rollback deletes what that showed, through the watch */
-    json_t *kept[FG_FED_MAX_CLUSTERS];
-    bool shown[FG_FED_MAX_CLUSTERS];
-    fg_fed_through_t *last;
-    if (fg_fed_write_all_through(api->fed, w, n, WR_CLUSTER_DEADLINE_MS, o, shown, kept, &last) >
-        0) {
-        fg_fed_write_through_end(last, shown, kept);
-        for (size_t i = 0; i < n; i++)
-            json_decref(kept[i]);
+    if (fg_fed_write_all(api->fed, w, n, WR_CLUSTER_DEADLINE_MS, o) > 0) {
+        /* the watch shows what the clusters made and the rollback deleted */
         roll_back(req, w, o, n, one);
         quota_release(req, project, spec, name);
         wr_reply_failure(req, w, o, n, "; the clusters that created it deleted it again");
         goto out;
     }
-    /* The answer is made while Redis runs the last answers' write-through; it is sent as made
-     * when the cache shows every cluster's Deployment, else made again from what it shows. */
+    /* Every answer is written through (read your writes) in one round trip once the last came,
+     * as a verb's are: written through as each came, the first answers' Redis work competed
+     * with the clusters still creating theirs (the README's create figures). The answer is
+     * made while Redis runs it; it is sent as made when the cache shows every cluster's
+     * Deployment, else made again from what it shows. */
+    json_t *kept[FG_FED_MAX_CLUSTERS] = {NULL};
+    bool shown[FG_FED_MAX_CLUSTERS] = {false};
+    fg_fed_through_t *last = fg_fed_write_through_begin(api->fed, w, o, n, NULL, kept);
     json_t *made = app_kept(&c, NULL, w, kept, n);
     char version[80] = "", *text = NULL, location[256];
     size_t len = 0;
@@ -831,11 +835,11 @@ static int apply_and_reply(fg_req_t *req, app_t *a, fg_fed_write_t *w, size_t n,
     fg_api_t *api = fg_req_app(req);
     int rc = FG_OK;
     n = n < FG_FED_MAX_CLUSTERS ? n : FG_FED_MAX_CLUSTERS;
-    /* All the answers are written through in one round trip once the last came (a create
-     * writes each through as it comes, fg_fed_write_all_through): the clusters answer a
-     * change of a few fields within a millisecond of each other, so a round trip each buys no
-     * time, and one costs fewer wake-ups (at 200 scales/s: 1-7% of fleetgate's CPU per scale
-     * and about 3% of Redis's, within the noise of a shared machine). */
+    /* All the answers are written through in one round trip once the last came (as a
+     * create's): the clusters answer a change of a few fields within a millisecond of each
+     * other, so a round trip each buys no time, and one costs fewer wake-ups (at 200 scales/s:
+     * 1-7% of fleetgate's CPU per scale and about 3% of Redis's, within the noise of a shared
+     * machine). */
     size_t failed = fg_fed_write_all(api->fed, w, n, WR_CLUSTER_DEADLINE_MS, o);
     fg_fed_write_through_keep(api->fed, w, o, n, shown, kept);
     if (failed > 0)

@@ -7,8 +7,6 @@
  * Failed with the cluster's Status reason and message, quoted in the answer so the caller sees
  * which cluster refused what. The connections stay open between writes (a pool of connection
  * sets), so a write costs no TCP or TLS set-up once one went to the same clusters.
- * fg_fed_write_all_through also writes each answer through to the cache (through.c) as it
- * comes, while the slower clusters are still answering.
  */
 #include "fed_internal.h"
 
@@ -109,74 +107,6 @@ size_t fg_fed_write_all(fg_fed_t *fed, const fg_fed_write_t *w, size_t n, long d
     conns_give(fed, conns);
     for (size_t j = 0; j < ncalls; j++)
         judge(&w[idx[j]], &calls[j], &out[idx[j]]);
-    fg_kube_calls_clear(calls, ncalls);
-    return count_failed(out, n);
-}
-
-/* What fg_fed_write_all_through's callback works on. */
-typedef struct {
-    fg_fed_t *fed;
-    const fg_fed_write_t *w;
-    fg_fed_outcome_t *out;
-    size_t n;
-    const fg_kube_call_t *calls;
-    const size_t *idx; /* calls[j] is write idx[j] */
-    size_t ncalls, njudged;
-    bool *judged; /* by call */
-    bool *shown;
-    json_t **objs;
-    fg_fed_through_t **last;
-} through_each_t;
-
-/* Judges the calls that just ended and writes their answers through, in one round trip; the
- * last ones' round trip is only begun, for the caller to end. */
-static void through_ended(void *ud, const size_t *done, size_t ndone) {
-    through_each_t *e = ud;
-    bool now[FG_FED_MAX_CLUSTERS] = {false};
-    for (size_t k = 0; k < ndone; k++) {
-        size_t j = done[k], i = e->idx[j];
-        judge(&e->w[i], &e->calls[j], &e->out[i]);
-        e->judged[j] = true;
-        e->njudged++;
-        now[i] = true;
-    }
-    fg_fed_through_t *t = fg_fed_write_through_begin(e->fed, e->w, e->out, e->n, now, e->objs);
-    if (e->njudged == e->ncalls)
-        *e->last = t;
-    else
-        fg_fed_write_through_end(t, e->shown, e->objs);
-}
-
-size_t fg_fed_write_all_through(fg_fed_t *fed, const fg_fed_write_t *w, size_t n, long deadline_ms,
-                                fg_fed_outcome_t *out, bool *shown, json_t **objs,
-                                fg_fed_through_t **last) {
-    fg_kube_call_t calls[FG_FED_MAX_CLUSTERS];
-    size_t idx[FG_FED_MAX_CLUSTERS];
-    bool judged[FG_FED_MAX_CLUSTERS] = {false};
-    n = n < FG_FED_MAX_CLUSTERS ? n : FG_FED_MAX_CLUSTERS;
-    *last = NULL;
-    for (size_t i = 0; i < n; i++) {
-        shown[i] = false;
-        objs[i] = NULL;
-    }
-    size_t ncalls = prepare_calls(fed, w, n, out, calls, idx);
-    through_each_t e = {.fed = fed,
-                        .w = w,
-                        .out = out,
-                        .n = n,
-                        .calls = calls,
-                        .idx = idx,
-                        .ncalls = ncalls,
-                        .judged = judged,
-                        .shown = shown,
-                        .objs = objs,
-                        .last = last};
-    fg_kube_conns_t *conns = conns_take(fed);
-    fg_kube_request_all_each(conns, calls, ncalls, deadline_ms, through_ended, &e);
-    conns_give(fed, conns);
-    for (size_t j = 0; j < ncalls; j++)
-        if (!judged[j])
-            judge(&w[idx[j]], &calls[j], &out[idx[j]]);
     fg_kube_calls_clear(calls, ncalls);
     return count_failed(out, n);
 }

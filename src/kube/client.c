@@ -512,13 +512,7 @@ int fg_kube_request_all(fg_kube_call_t *calls, size_t n, long deadline_ms) {
 
 int fg_kube_request_all_in(fg_kube_conns_t *conns, fg_kube_call_t *calls, size_t n,
                            long deadline_ms) {
-    return fg_kube_request_all_each(conns, calls, n, deadline_ms, NULL, NULL);
-}
-
-int fg_kube_request_all_each(fg_kube_conns_t *conns, fg_kube_call_t *calls, size_t n,
-                             long deadline_ms, fg_kube_calls_done_cb done, void *ud) {
     int rc = FG_OK;
-    size_t *ended = fg_xcalloc(n ? n : 1, sizeof *ended), nended;
     xfer_t *xs = fg_xcalloc(n ? n : 1, sizeof *xs);
     CURLM *m = conns->multi;
     for (size_t i = 0; i < n; i++) {
@@ -541,7 +535,6 @@ int fg_kube_request_all_each(fg_kube_conns_t *conns, fg_kube_call_t *calls, size
         }
         CURLMsg *msg;
         int left;
-        nended = 0;
         while ((msg = curl_multi_info_read(m, &left)) != NULL) {
             if (msg->msg != CURLMSG_DONE)
                 continue;
@@ -551,10 +544,7 @@ int fg_kube_request_all_each(fg_kube_conns_t *conns, fg_kube_call_t *calls, size
             CURLcode res = msg->data.result;
             curl_multi_remove_handle(m, msg->easy_handle);
             k->rc = xfer_finish(x, res, &k->out, &k->http_code, &k->err);
-            ended[nended++] = (size_t)(k - calls);
         }
-        if (done && nended > 0)
-            done(ud, ended, nended);
     }
     for (size_t i = 0; i < n; i++) {
         if (rc != FG_OK && calls[i].rc == FG_OK && calls[i].out == NULL) {
@@ -566,7 +556,6 @@ int fg_kube_request_all_each(fg_kube_conns_t *conns, fg_kube_call_t *calls, size
         xfer_free(&xs[i]);
     }
     free(xs);
-    free(ended);
     return rc;
 }
 
