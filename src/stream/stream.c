@@ -480,19 +480,22 @@ static void renew_leases(fg_streams_t *ss) {
 
 /* Drops the clients that take nothing of what waits for them for the stall timeout. Bytes
  * waiting is the rule, not a source refused for room: the last event may fit, and a client
- * that never reads it must go too (its socket's kernel buffers are full, not ours). */
+ * that never reads it must go too (its socket's kernel buffers are full, not ours). A stream
+ * ended already (a change stream's client the ring lapped, say) whose client still takes
+ * nothing is shut the same way: its cut body would wait for that client forever. */
 static void check_stalls(fg_streams_t *ss) {
     uint64_t now = fg_now_ns(), limit = (uint64_t)ss->limits.stall_timeout_s * 1000000000u;
     for (stream_t *st = ss->all; st != NULL; st = st->next) {
         pthread_mutex_lock(&st->mu);
-        bool stalled = st->len > 0 && !st->abort && now - st->progress_ns > limit;
+        bool stuck = st->len > 0 && now - st->progress_ns > limit,
+             stalled = stuck && !st->abort; /* not ended yet: ended here */
         /* libmicrohttpd writes nothing more to a client that reads nothing, so it would see the
          * end only once the socket drains: shut the socket so the connection closes now. The
          * fd is libmicrohttpd's and still open while req_done is false (sink_closed sets it
          * under mu before the fd is closed). */
         if (stalled && st->end == NULL)
             st->end = "stalled"; /* before the shutdown: MHD may close on it before end_stream */
-        if (stalled && !st->req_done && st->fd >= 0)
+        if (stuck && !st->req_done && st->fd >= 0)
             shutdown(st->fd, SHUT_RDWR);
         pthread_mutex_unlock(&st->mu);
         if (stalled) {
