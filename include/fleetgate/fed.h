@@ -155,6 +155,7 @@ typedef struct {
     fg_kube_method_t method;
     const char *path;   /* "/apis/apps/v1/namespaces/shop/deployments" */
     const json_t *body; /* may be NULL */
+    const char *text;   /* body already serialized (may be NULL): sent instead of body */
     bool absent_ok;     /* a 404 counts as Applied (a delete of what is gone already) */
     bool exists_ok;     /* a 409 AlreadyExists counts as Applied (a create retried) */
 } fg_fed_write_t;
@@ -172,6 +173,9 @@ typedef struct {
     char reason[64];   /* its Status reason, or a FG_KUBE_REASON_* */
     char detail[1024]; /* what it said, for the answer */
     json_t *object;    /* Applied: the object the cluster answered (owned; outcomes_clear) */
+    /* Applied: object as the cache holds it, translated as the answer came so that a write-through
+     * need not (fed/through.c; owned; outcomes_clear); NULL when it is not one the cache holds */
+    struct fg_fed_item *item;
 } fg_fed_outcome_t;
 
 /* Sends the n writes (at most FG_FED_MAX_CLUSTERS) concurrently, each bounded by deadline_ms,

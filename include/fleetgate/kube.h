@@ -185,11 +185,18 @@ int fg_kube_request(fg_kube_client_t *c, fg_kube_method_t method, const char *pa
 
 /* One request of a batch run by fg_kube_request_all: the inputs are borrowed, the results are
  * filled by the run (out, when set, belongs to the call: fg_kube_calls_clear releases it). */
-typedef struct {
+typedef struct fg_kube_call {
     fg_kube_client_t *client; /* the member cluster it goes to */
     fg_kube_method_t method;
     const char *path;
     const json_t *body; /* may be NULL */
+    /* body already serialized (may be NULL): sent as it is instead of body, so that a caller
+     * can serialize while it waits for something else */
+    const char *text;
+    /* called (may be NULL), on the run's thread, as soon as this call's results are set, while
+     * the others may still be on their way: work on one answer overlaps the wait for the next */
+    void (*done)(struct fg_kube_call *k, void *ud);
+    void *done_ud;
     /* results */
     int rc;         /* as fg_kube_request returns it */
     long http_code; /* 0 when no answer came */

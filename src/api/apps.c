@@ -650,6 +650,7 @@ int fg_api_create_app(fg_req_t *req) {
     json_t *app = fg_req_json(req), *proj = NULL, *explain = NULL, *ann = NULL, *shards = NULL,
            *running = NULL;
     json_t *deps[FG_FED_MAX_CLUSTERS] = {NULL};
+    char *texts[FG_FED_MAX_CLUSTERS] = {NULL};
     fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
     fg_fed_outcome_t o[FG_FED_MAX_CLUSTERS];
     size_t n = 0;
@@ -672,7 +673,8 @@ int fg_api_create_app(fg_req_t *req) {
     fg_fed_cluster_t placed_over[FG_FED_MAX_CLUSTERS];
     char why[256] = "", what[160], path[256], one[320];
     /* Placement needs nothing the first reads bring, so it comes first (its registry may read
-     * Redis), and the Deployments are built while the reads' round trip is on its way. What
+     * Redis), and the Deployments are built and serialized while the reads' round trip is on
+     * its way (sent as serialized: a write's bodies are then on the wire at once). What
      * the reads find is answered first, as before: 404, then 409 for an app that exists. */
     int placed = place_in(api, spec, replicas, NULL, placed_over, &p, why, sizeof why);
     int64_t want[3];
@@ -691,11 +693,14 @@ int fg_api_create_app(fg_req_t *req) {
                 continue;
             deps[n] = as_deployment(app, project, p.verdicts[i].replicas, ann, cfg_of(req));
             as_mark(json_object_get(deps[n], "metadata"), shards, p.verdicts[i].cluster->name);
+            texts[n] = fg_json_dumps(deps[n], NULL);
             w[n] = (fg_fed_write_t){.cluster = p.verdicts[i].cluster->name,
                                     .method = FG_KUBE_POST,
                                     .path = path,
-                                    .body = deps[n]};
+                                    .body = deps[n],
+                                    .text = texts[n]};
             o[n].object = NULL; /* out: clears n outcomes, also when no write went */
+            o[n].item = NULL;
             n++;
         }
     }
@@ -765,8 +770,10 @@ int fg_api_create_app(fg_req_t *req) {
 out:
     /* the Deployments, the answers and the rest are freed after the reply went out */
     fg_fed_outcomes_clear(o, n);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         fg_req_release_later(req, deps[i]);
+        free(texts[i]);
+    }
     vd_free(&v);
     fg_req_release_later(req, proj);
     fg_req_release_later(req, running);

@@ -81,6 +81,7 @@ void wr_release_later(fg_req_t *req, fg_fed_outcome_t *out, json_t **kept, size_
         if (kept)
             fg_req_release_later(req, kept[i]);
     }
+    fg_fed_outcomes_clear(out, n); /* what else they hold */
 }
 
 bool wr_wait_shown(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t *out, size_t n,

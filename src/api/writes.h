@@ -41,7 +41,8 @@ bool wr_wait_applied_keep(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_o
                           size_t n, const char *kind, const char *resource, const char *scope,
                           const char *name, bool gone, json_t **objs);
 /* Hands the answers of n writes (out[i].object, NULL after) and kept[i] (NULL: none; either may
- * be NULL) to the request, which frees them once the reply went out (fg_req_release_later). */
+ * be NULL) to the request, which frees them once the reply went out (fg_req_release_later), and
+ * clears the rest of the outcomes (fg_fed_outcomes_clear). */
 void wr_release_later(fg_req_t *req, fg_fed_outcome_t *out, json_t **kept, size_t n);
 /* The waiting half of wr_wait_applied_keep, after the writes were written through already
  * (fg_fed_write_through_begin / _end; shown[i] as they said). */

@@ -84,6 +84,18 @@ bool writer_replies(writer_t *w, size_t n, redisReply **out);
 /* Closes the connection without counting a failure (shutdown). */
 void writer_close(writer_t *w);
 
+/* ---- what this process's informers confirmed (through.c) ------------------------------
+ *
+ * After each flush Redis confirmed, an informer notes the resourceVersion its watch applied up
+ * to (fg:rv as it just wrote it). A write-through skips, without a round trip, an object whose
+ * version that already covers: cache_upsert.lua's through mode would store nothing for it (fg:rv
+ * at or past its version), and the watch's scripts have compared it. What is noted stays true
+ * while Redis keeps its data, so a dropped connection or a new epoch forgets the cluster. A
+ * replica whose informers do not hold a resource's lease notes nothing for it: its writes go
+ * through Redis as before. */
+void through_applied_note(const char *cluster, const char *resource, const char *rv);
+void through_applied_forget(const char *cluster);
+
 /* ---- the insights feed (insight_feed.c) -------------------------------------------------
  *
  * What the informers add to Redis beside the cache for the insight APIs: each Event they see

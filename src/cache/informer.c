@@ -90,6 +90,7 @@ typedef struct {
     const char *cause;    /* why the next LIST runs (metric label) */
     fg_kube_watch_t *req; /* the LIST page or the watch in flight */
     char rv[64];          /* the last resourceVersion applied */
+    char noted_rv[64];    /* the last rv noted as confirmed (through_applied_note) */
     char *cont;           /* LIST: the continue token of the next page */
     char list_rv[64];     /* LIST: the resourceVersion of its first page (the snapshot) */
     fg_cache_key_t tmp;   /* LIST: the temporary key prefix ("" when none) */
@@ -1134,6 +1135,7 @@ static void epoch_tick(cluster_t *c) {
             }
         }
         c->health_known = false;
+        through_applied_forget(c->conf->name);
     }
     snprintf(c->epoch, sizeof c->epoch, "%s", now);
 }
@@ -1171,6 +1173,17 @@ static bool all_synced(const cluster_t *c) {
     return true;
 }
 
+/* After a flush Redis confirmed: each watch's rv, for the write-through (through.c). */
+static void note_applied(cluster_t *c) {
+    for (int k = 0; k < FG_KIND_COUNT; k++) {
+        inf_t *in = &c->inf[k];
+        if (!in->leased || in->st != ST_WATCHING || strcmp(in->noted_rv, in->rv) == 0)
+            continue;
+        through_applied_note(c->conf->name, in->ki->resource, in->rv);
+        snprintf(in->noted_rv, sizeof in->noted_rv, "%s", in->rv);
+    }
+}
+
 static void *cluster_main(void *arg) {
     cluster_t *c = arg;
     fg_informers_t *o = c->owner;
@@ -1195,8 +1208,8 @@ static void *cluster_main(void *arg) {
             break;
         }
         apply_pages(c);
-        if (c->w.rc != NULL)
-            writer_flush(&c->w);
+        if (c->w.rc != NULL && writer_flush(&c->w))
+            note_applied(c);
     }
     reset_all(c);
     if (c->w.rc != NULL) {
@@ -1289,6 +1302,8 @@ int fg_informers_start(fg_informers_t **out, const fg_config_t *cfg, fg_buf_t *e
      * more (jansson's growing arrays and strings): a fifth of a sync's CPU. Without fastbins
      * (tcache still serves small sizes) that work is gone. Process-wide, set once here. */
     mallopt(M_MXFAST, 0);
+    mallopt(M_TRIM_THRESHOLD, 8 << 20);
+    mallopt(M_TOP_PAD, 1 << 20);
     o->nclusters = cfg->nclusters;
     o->clusters = fg_xcalloc(o->nclusters ? o->nclusters : 1, sizeof *o->clusters);
     for (size_t i = 0; i < o->nclusters; i++) {

@@ -17,7 +17,11 @@
  * write-through usually reaches the cache before the watch brings the same version, and the
  * watch then finds nothing changed. The history's entry ids are the same whichever writer
  * compares first, and the change stream keeps the version it last streamed for each object, so
- * a change is recorded once and streamed once, in order. */
+ * a change is recorded once and streamed once, in order.
+ *
+ * An object whose version this process's informer has already seen Redis confirm (fg:rv at or
+ * past it: the watch stored and compared it) is not sent at all: the answer is the one the
+ * scripts would give, without the round trip (cache_internal.h, through_applied_note). */
 #include "cache_internal.h"
 
 #include <pthread.h>
@@ -34,7 +38,86 @@ static fg_insights_conf_t insights = {.history_max_age_s = 2592000,
                                       .history_max_per_project = 10000,
                                       .changes_max_per_project = 10000};
 
+/* ---- what this process's informers confirmed -------------------------------------------- */
+
+#define APPLIED_MAX 512 /* (cluster, resource) pairs: clusters x cached kinds */
+
+typedef struct {
+    char cluster[64], resource[48];
+    uint64_t rv;
+} applied_t;
+
+static applied_t applied[APPLIED_MAX];
+static size_t napplied;
+static pthread_mutex_t applied_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* A resourceVersion as the decimal number etcd gives out; false when it is not one (the scripts
+ * do not compare those either). */
+static bool rv_number(const char *s, uint64_t *out) {
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > 19 || strspn(s, "0123456789") != n)
+        return false;
+    *out = strtoull(s, NULL, 10);
+    return true;
+}
+
+/* The slot of (cluster, resource), or NULL; under applied_mu. */
+static applied_t *applied_slot(const char *cluster, const char *resource) {
+    for (size_t i = 0; i < napplied; i++)
+        if (strcmp(applied[i].cluster, cluster) == 0 && strcmp(applied[i].resource, resource) == 0)
+            return &applied[i];
+    return NULL;
+}
+
+void through_applied_note(const char *cluster, const char *resource, const char *rv) {
+    uint64_t v;
+    if (!rv_number(rv, &v) || strlen(cluster) >= sizeof applied[0].cluster ||
+        strlen(resource) >= sizeof applied[0].resource)
+        return;
+    pthread_mutex_lock(&applied_mu);
+    applied_t *a = applied_slot(cluster, resource);
+    if (a == NULL && napplied < APPLIED_MAX) {
+        a = &applied[napplied++];
+        snprintf(a->cluster, sizeof a->cluster, "%s", cluster);
+        snprintf(a->resource, sizeof a->resource, "%s", resource);
+        a->rv = 0;
+    }
+    if (a != NULL && v > a->rv)
+        a->rv = v;
+    pthread_mutex_unlock(&applied_mu);
+}
+
+void through_applied_forget(const char *cluster) {
+    pthread_mutex_lock(&applied_mu);
+    for (size_t i = 0; i < napplied; i++)
+        if (strcmp(applied[i].cluster, cluster) == 0)
+            applied[i].rv = 0;
+    pthread_mutex_unlock(&applied_mu);
+}
+
+/* Whether item it's version is one this process's informer saw Redis confirm. */
+static bool applied_covers(const fg_cache_through_t *it) {
+    uint64_t v;
+    if (!rv_number(it->rv, &v))
+        return false;
+    pthread_mutex_lock(&applied_mu);
+    const applied_t *a = applied_slot(it->cluster, it->resource);
+    bool covered = a != NULL && a->rv >= v;
+    pthread_mutex_unlock(&applied_mu);
+    return covered;
+}
+
+/* ---- the write-through ------------------------------------------------------------------ */
+
+static fg_metric_t *m_objects; /* objects offered to the write-through, by what became of them */
+
 static void script_init(void) {
+    static const char *const labels[] = {"result", NULL};
+    m_objects = fg_metrics_register(
+        "fleetgate_cache_write_through_objects_total",
+        "Objects written through after a write: sent to Redis, or covered (the informer had "
+        "already seen Redis confirm their version, so nothing was sent).",
+        FG_METRIC_COUNTER, labels);
     fg_redis_script_init(&script, fg_cache_upsert_lua);
     fg_redis_script_init(&history, fg_insight_history_lua);
     fg_redis_script_init(&change, fg_insight_change_lua);
@@ -119,13 +202,18 @@ struct fg_cache_through_pending {
     const fg_cache_through_t *items; /* the caller's, alive until _end */
     size_t n;
     fg_redis_batch_t *b;
-    size_t *at; /* each item's change comparison, history comparison and upsert in b */
-    int rc;     /* of the send */
+    size_t *at;    /* each item's change comparison, history comparison and upsert in b */
+    bool *covered; /* each item's: the informer's confirmed version covers it (not sent) */
+    size_t sent;   /* items in b */
+    int rc;        /* of the send */
 };
 
 static void add_items(fg_cache_through_pending_t *p) {
     fg_redis_batch_reset(p->b);
     for (size_t i = 0; i < p->n; i++) {
+        p->at[3 * i] = p->at[3 * i + 1] = p->at[3 * i + 2] = SIZE_MAX;
+        if (p->covered[i])
+            continue;
         /* the change stream first, as the informer does: both compare with the cached object */
         p->at[3 * i] = add_change(p->b, &p->items[i]);
         p->at[3 * i + 1] = add_history(p->b, &p->items[i]);
@@ -144,8 +232,17 @@ fg_cache_write_through_begin(fg_redis_t *r, const fg_cache_through_t *items, siz
         return p;
     p->b = fg_redis_batch_new();
     p->at = fg_xcalloc(3 * n, sizeof *p->at);
+    p->covered = fg_xcalloc(n, sizeof *p->covered);
+    for (size_t i = 0; i < n; i++) {
+        p->covered[i] = applied_covers(&items[i]);
+        p->sent += !p->covered[i];
+    }
     add_items(p);
-    p->rc = fg_redis_batch_send(r, p->b, NULL, 0);
+    const char *sent[] = {"sent"}, *covered[] = {"covered"};
+    fg_metric_add(m_objects, sent, (double)p->sent);
+    fg_metric_add(m_objects, covered, (double)(n - p->sent));
+    if (p->sent > 0)
+        p->rc = fg_redis_batch_send(r, p->b, NULL, 0);
     return p;
 }
 
@@ -154,10 +251,10 @@ int fg_cache_write_through_end(fg_cache_through_pending_t *p, bool *shown) {
     int rc = p->rc;
     for (size_t i = 0; i < n; i++)
         shown[i] = false;
-    if (n > 0 && rc == FG_OK)
+    if (p->sent > 0 && rc == FG_OK)
         rc = fg_redis_batch_recv(p->r, p->b, NULL, 0);
     bool missing = false;
-    for (size_t i = 0; rc == FG_OK && n > 0 && i < p->at[3 * n - 1] + 1; i++)
+    for (size_t i = 0; rc == FG_OK && p->sent > 0 && i < fg_redis_batch_len(p->b); i++)
         missing = missing || noscript(fg_redis_batch_reply(p->b, i));
     if (missing) {
         /* First use on this server (or after SCRIPT FLUSH / a restart): load, then again. The
@@ -177,6 +274,10 @@ int fg_cache_write_through_end(fg_cache_through_pending_t *p, bool *shown) {
     }
     for (size_t i = 0; rc == FG_OK && i < n; i++) {
         const fg_cache_through_t *it = &p->items[i];
+        if (p->covered[i]) {
+            shown[i] = true; /* what the upsert would answer: 2, shown already */
+            continue;
+        }
         log_comparison(p->b, p->at[3 * i], "change stream", it);
         log_comparison(p->b, p->at[3 * i + 1], "history", it);
         const fg_redis_reply_t *rep = fg_redis_batch_reply(p->b, p->at[3 * i + 2]);
@@ -190,6 +291,7 @@ int fg_cache_write_through_end(fg_cache_through_pending_t *p, bool *shown) {
         shown[i] = v == 1 || v == 2;
     }
     free(p->at);
+    free(p->covered);
     fg_redis_batch_free(p->b);
     free(p);
     return rc;

@@ -32,6 +32,7 @@ void writer_fail(writer_t *w, const char *why) {
     w->lost = true;
     w->pending = w->pending_bytes = 0;
     w->oldest_pending_ns = 0;
+    through_applied_forget(w->name); /* what Redis confirmed may be gone with it */
     backoff_failed(&w->backoff, BACKOFF_MIN_NS, BACKOFF_MAX_NS);
 }
 

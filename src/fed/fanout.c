@@ -6,7 +6,9 @@
  * Applied (2xx, or a 404 / 409 the write declared harmless), TimedOut (the deadline passed), or
  * Failed with the cluster's Status reason and message, quoted in the answer so the caller sees
  * which cluster refused what. The connections stay open between writes (a pool of connection
- * sets), so a write costs no TCP or TLS set-up once one went to the same clusters.
+ * sets), so a write costs no TCP or TLS set-up once one went to the same clusters. Each answer
+ * is translated for the cache as it comes (the outcome's item), while the other clusters are
+ * still at work, so that the write-through after the last answer has only Redis left to wait for.
  */
 #include "fed_internal.h"
 
@@ -82,8 +84,11 @@ static size_t prepare_calls(fg_fed_t *fed, const fg_fed_write_t *w, size_t n, fg
                      w[i].cluster);
             continue;
         }
-        calls[ncalls] = (fg_kube_call_t){
-            .client = c, .method = w[i].method, .path = w[i].path, .body = w[i].body};
+        calls[ncalls] = (fg_kube_call_t){.client = c,
+                                         .method = w[i].method,
+                                         .path = w[i].path,
+                                         .body = w[i].body,
+                                         .text = w[i].text};
         idx[ncalls++] = i;
     }
     return ncalls;
@@ -96,17 +101,43 @@ static size_t count_failed(const fg_fed_outcome_t *out, size_t n) {
     return failed;
 }
 
+/* One call's answer as it came: what the cache would hold of it. */
+typedef struct {
+    const fg_fed_t *fed;
+    const fg_fed_write_t *w;
+    struct fg_fed_item *item;
+} answer_t;
+
+static void on_answer(fg_kube_call_t *k, void *ud) {
+    answer_t *a = ud;
+    /* a read's answer is not written through */
+    if (k->rc == FG_OK && k->out != NULL && a->w->method != FG_KUBE_GET)
+        a->item = fed_item_new(a->fed, a->w, k->out);
+}
+
 size_t fg_fed_write_all(fg_fed_t *fed, const fg_fed_write_t *w, size_t n, long deadline_ms,
                         fg_fed_outcome_t *out) {
     fg_kube_call_t calls[FG_FED_MAX_CLUSTERS];
     size_t idx[FG_FED_MAX_CLUSTERS];
+    answer_t answers[FG_FED_MAX_CLUSTERS];
     n = n < FG_FED_MAX_CLUSTERS ? n : FG_FED_MAX_CLUSTERS;
     size_t ncalls = prepare_calls(fed, w, n, out, calls, idx);
+    for (size_t j = 0; j < ncalls; j++) {
+        answers[j] = (answer_t){.fed = fed, .w = &w[idx[j]]};
+        calls[j].done = on_answer;
+        calls[j].done_ud = &answers[j];
+    }
     fg_kube_conns_t *conns = conns_take(fed);
     fg_kube_request_all_in(conns, calls, ncalls, deadline_ms);
     conns_give(fed, conns);
-    for (size_t j = 0; j < ncalls; j++)
-        judge(&w[idx[j]], &calls[j], &out[idx[j]]);
+    for (size_t j = 0; j < ncalls; j++) {
+        fg_fed_outcome_t *o = &out[idx[j]];
+        judge(&w[idx[j]], &calls[j], o);
+        if (o->outcome == FG_FED_APPLIED && o->object != NULL)
+            o->item = answers[j].item;
+        else
+            fed_item_free(answers[j].item);
+    }
     fg_kube_calls_clear(calls, ncalls);
     return count_failed(out, n);
 }
@@ -115,6 +146,8 @@ void fg_fed_outcomes_clear(fg_fed_outcome_t *out, size_t n) {
     for (size_t i = 0; i < n; i++) {
         json_decref(out[i].object);
         out[i].object = NULL;
+        fed_item_free(out[i].item);
+        out[i].item = NULL;
     }
 }
 

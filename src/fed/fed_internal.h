@@ -27,4 +27,9 @@ struct fg_fed {
 /* The client of a configured cluster, or NULL. */
 fg_kube_client_t *fed_client(const fg_fed_t *fed, const char *cluster);
 
+/* fed/through.c: write w's answer obj as the cache would hold it (the item a write-through
+ * stores), or NULL when the cache would not show it; free with fed_item_free (NULL is fine). */
+struct fg_fed_item *fed_item_new(const fg_fed_t *fed, const fg_fed_write_t *w, const json_t *obj);
+void fed_item_free(struct fg_fed_item *x);
+
 #endif

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
+typedef struct fg_fed_item {
     fg_cache_through_t it;
     json_t *t;  /* the translated object (owned) */
     char *text; /* its JSON (owned) */
@@ -31,6 +31,7 @@ static const fg_cluster_conf_t *cluster_conf(const fg_fed_t *fed, const char *na
 
 /* Builds the cache item of write w's answer obj; false when it cannot be written through. */
 static bool item_of(const fg_fed_t *fed, const fg_fed_write_t *w, const json_t *obj, item_t *x) {
+    memset(x, 0, sizeof *x);
     const json_t *meta = json_object_get(obj, "metadata");
     const char *k8s_kind = json_string_value(json_object_get(obj, "kind")),
                *api = json_string_value(json_object_get(obj, "apiVersion")),
@@ -63,6 +64,28 @@ static bool item_of(const fg_fed_t *fed, const fg_fed_write_t *w, const json_t *
     return true;
 }
 
+static void item_clear(item_t *x) {
+    json_decref(x->t);
+    free(x->text);
+    memset(x, 0, sizeof *x);
+}
+
+item_t *fed_item_new(const fg_fed_t *fed, const fg_fed_write_t *w, const json_t *obj) {
+    item_t *x = fg_xcalloc(1, sizeof *x);
+    if (item_of(fed, w, obj, x))
+        return x;
+    item_clear(x);
+    free(x);
+    return NULL;
+}
+
+void fed_item_free(item_t *x) {
+    if (x == NULL)
+        return;
+    item_clear(x);
+    free(x);
+}
+
 void fg_fed_write_through(fg_fed_t *fed, const fg_fed_write_t *w, const fg_fed_outcome_t *out,
                           size_t n, bool *shown) {
     fg_fed_write_through_keep(fed, w, out, n, shown, NULL);
@@ -83,10 +106,13 @@ fg_fed_through_t *fg_fed_write_through_begin(fg_fed_t *fed, const fg_fed_write_t
         if ((only && !only[i]) || out[i].outcome != FG_FED_APPLIED || out[i].object == NULL)
             continue;
         item_t *x = &t->items[t->k];
-        if (!item_of(fed, &w[i], out[i].object, x)) {
-            json_decref(x->t);
-            free(x->text);
-            memset(x, 0, sizeof *x);
+        if (out[i].item != NULL) { /* translated as the answer came */
+            *x = *out[i].item;
+            json_incref(x->t);
+            x->text = fg_xstrdup(x->text);
+            x->it.object = x->text;
+        } else if (!item_of(fed, &w[i], out[i].object, x)) {
+            item_clear(x);
             continue;
         }
         if (objs)
@@ -110,8 +136,7 @@ void fg_fed_write_through_end(fg_fed_through_t *t, bool *shown, json_t **objs) {
             json_decref(objs[i]);
             objs[i] = NULL;
         }
-        json_decref(t->items[j].t);
-        free(t->items[j].text);
+        item_clear(&t->items[j]);
     }
     free(t);
 }

@@ -377,8 +377,9 @@ typedef struct {
     answer_t a;
 } xfer_t;
 
+/* text, when not NULL, is body already serialized (borrowed). */
 static int xfer_start(xfer_t *x, fg_kube_client_t *c, fg_kube_method_t method, const char *path,
-                      const json_t *body, long timeout_ms, fg_kube_error_t *err) {
+                      const json_t *body, const char *text, long timeout_ms, fg_kube_error_t *err) {
     size_t text_len = 0;
     memset(x, 0, sizeof *x);
     x->c = c;
@@ -388,19 +389,22 @@ static int xfer_start(xfer_t *x, fg_kube_client_t *c, fg_kube_method_t method, c
         set_err(err, "BadRequest", "invalid method or path");
         return FG_EINVAL;
     }
-    if (body != NULL) {
+    if (text != NULL) {
+        text_len = strlen(text);
+    } else if (body != NULL) {
         x->text = fg_json_dumps(body, &text_len);
-        if (text_len > c->max_request) {
-            set_err(err, FG_KUBE_REASON_TOO_LARGE, "request body of %zu bytes is over %zu",
-                    text_len, c->max_request);
-            return FG_ETOOBIG;
-        }
+        text = x->text;
+    }
+    if (text != NULL && text_len > c->max_request) {
+        set_err(err, FG_KUBE_REASON_TOO_LARGE, "request body of %zu bytes is over %zu", text_len,
+                c->max_request);
+        return FG_ETOOBIG;
     }
     x->url = fg_xasprintf("%s%s", c->base_url, path);
     x->e = pool_take(c);
     CURL *e = x->e;
     setup_easy(c, e, x->url,
-               method == FG_KUBE_PATCH ? c->hdr_merge : (body ? c->hdr_json : c->hdr_get),
+               method == FG_KUBE_PATCH ? c->hdr_merge : (text ? c->hdr_json : c->hdr_get),
                x->errbuf);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : c->timeout_ms);
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* API servers gzip large lists */
@@ -411,8 +415,8 @@ static int xfer_start(xfer_t *x, fg_kube_client_t *c, fg_kube_method_t method, c
     curl_easy_setopt(e, CURLOPT_PRIVATE, x);
     if (method != FG_KUBE_GET)
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method_names[method]);
-    if (x->text != NULL) {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->text);
+    if (text != NULL) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, text);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)text_len);
     }
     return FG_OK;
@@ -469,7 +473,7 @@ int fg_kube_request(fg_kube_client_t *c, fg_kube_method_t method, const char *pa
     if (err == NULL)
         err = &scratch;
     fg_kube_error_clear(err);
-    int rc = xfer_start(&x, c, method, path, body, 0, err);
+    int rc = xfer_start(&x, c, method, path, body, NULL, 0, err);
     if (rc == FG_OK)
         rc = xfer_finish(&x, curl_easy_perform(x.e), out, http_code, err);
     xfer_free(&x);
@@ -520,7 +524,8 @@ int fg_kube_request_all_in(fg_kube_conns_t *conns, fg_kube_call_t *calls, size_t
         fg_kube_error_clear(&k->err);
         k->out = NULL;
         k->http_code = 0;
-        k->rc = xfer_start(&xs[i], k->client, k->method, k->path, k->body, deadline_ms, &k->err);
+        k->rc = xfer_start(&xs[i], k->client, k->method, k->path, k->body, k->text, deadline_ms,
+                           &k->err);
         if (k->rc == FG_OK && curl_multi_add_handle(m, xs[i].e) != CURLM_OK) {
             set_err(&k->err, FG_KUBE_REASON_TRANSPORT, "curl_multi_add_handle failed");
             k->rc = FG_EIO;
@@ -544,6 +549,8 @@ int fg_kube_request_all_in(fg_kube_conns_t *conns, fg_kube_call_t *calls, size_t
             CURLcode res = msg->data.result;
             curl_multi_remove_handle(m, msg->easy_handle);
             k->rc = xfer_finish(x, res, &k->out, &k->http_code, &k->err);
+            if (k->done != NULL)
+                k->done(k, k->done_ud);
         }
     }
     for (size_t i = 0; i < n; i++) {
