@@ -44,22 +44,12 @@ static fg_insights_conf_t insights = {.history_max_age_s = 2592000,
 
 typedef struct {
     char cluster[64], resource[48];
-    uint64_t rv;
+    char rv[64]; /* "" when nothing is noted (or it was forgotten) */
 } applied_t;
 
 static applied_t applied[APPLIED_MAX];
 static size_t napplied;
 static pthread_mutex_t applied_mu = PTHREAD_MUTEX_INITIALIZER;
-
-/* A resourceVersion as the decimal number etcd gives out; false when it is not one (the scripts
- * do not compare those either). */
-static bool rv_number(const char *s, uint64_t *out) {
-    size_t n = s ? strlen(s) : 0;
-    if (n == 0 || n > 19 || strspn(s, "0123456789") != n)
-        return false;
-    *out = strtoull(s, NULL, 10);
-    return true;
-}
 
 /* The slot of (cluster, resource), or NULL; under applied_mu. */
 static applied_t *applied_slot(const char *cluster, const char *resource) {
@@ -70,8 +60,9 @@ static applied_t *applied_slot(const char *cluster, const char *resource) {
 }
 
 void through_applied_note(const char *cluster, const char *resource, const char *rv) {
-    uint64_t v;
-    if (!rv_number(rv, &v) || strlen(cluster) >= sizeof applied[0].cluster ||
+    /* only decimal versions: fg_cache_rv_reached, like the scripts, compares nothing else */
+    if (!fg_cache_rv_reached(rv, "0") || strlen(rv) >= sizeof applied[0].rv ||
+        strlen(cluster) >= sizeof applied[0].cluster ||
         strlen(resource) >= sizeof applied[0].resource)
         return;
     pthread_mutex_lock(&applied_mu);
@@ -80,10 +71,10 @@ void through_applied_note(const char *cluster, const char *resource, const char 
         a = &applied[napplied++];
         snprintf(a->cluster, sizeof a->cluster, "%s", cluster);
         snprintf(a->resource, sizeof a->resource, "%s", resource);
-        a->rv = 0;
+        a->rv[0] = '\0';
     }
-    if (a != NULL && v > a->rv)
-        a->rv = v;
+    if (a != NULL && !fg_cache_rv_reached(a->rv, rv))
+        snprintf(a->rv, sizeof a->rv, "%s", rv);
     pthread_mutex_unlock(&applied_mu);
 }
 
@@ -91,18 +82,15 @@ void through_applied_forget(const char *cluster) {
     pthread_mutex_lock(&applied_mu);
     for (size_t i = 0; i < napplied; i++)
         if (strcmp(applied[i].cluster, cluster) == 0)
-            applied[i].rv = 0;
+            applied[i].rv[0] = '\0';
     pthread_mutex_unlock(&applied_mu);
 }
 
 /* Whether item it's version is one this process's informer saw Redis confirm. */
 static bool applied_covers(const fg_cache_through_t *it) {
-    uint64_t v;
-    if (!rv_number(it->rv, &v))
-        return false;
     pthread_mutex_lock(&applied_mu);
     const applied_t *a = applied_slot(it->cluster, it->resource);
-    bool covered = a != NULL && a->rv >= v;
+    bool covered = a != NULL && fg_cache_rv_reached(a->rv, it->rv);
     pthread_mutex_unlock(&applied_mu);
     return covered;
 }

@@ -74,8 +74,7 @@ item_t *fed_item_new(const fg_fed_t *fed, const fg_fed_write_t *w, const json_t 
     item_t *x = fg_xcalloc(1, sizeof *x);
     if (item_of(fed, w, obj, x))
         return x;
-    item_clear(x);
-    free(x);
+    fed_item_free(x);
     return NULL;
 }
 
