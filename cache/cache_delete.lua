@@ -25,6 +25,7 @@ if old then
   redis.call('ZREM', KEYS[2], name)
   if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SREM', KEYS[3], scope) end
   redis.call('HINCRBY', KEYS[5], 'objects', -1)
+  redis.call('HDEL', KEYS[6], name) -- nothing left to compare with (cache_upsert.lua)
   removed = 1
   if kind == 'pod' then
     local ok, o = pcall(cjson.decode, old)

@@ -4,11 +4,16 @@
 --     informer's bookkeeping (fg:rv, fg:sync);
 --   mode 'through': the object a write handler got back from the cluster (write-through, so a
 --     GET right after the write shows it without waiting for the watch). fg:rv is left alone:
---     it stays the watch's resume point.
+--     it stays the watch's resume point. The object it replaces (nothing: '') is kept aside
+--     in KEYS[6] until the watch brings the version: the watch's history and change stream
+--     comparisons (insight_history.lua, insight_change.lua) start from it, so a write's
+--     changes are recorded once, by the watch, and the write's own round trip stays short.
 -- Neither writer lets an older version replace a newer one: the watch keeps a newer object a
 -- write put there, and a write-through does nothing once the watch reached its version.
 -- KEYS[1] fg:o:{kind}:{cluster}:{scope}   KEYS[2] fg:i:...   KEYS[3] fg:s:{kind}:{cluster}
 -- KEYS[4] fg:rv:{cluster}:{resource}      KEYS[5] fg:sync:{cluster}:{resource}
+-- KEYS[6] fg:pre:{kind}:{cluster}:{scope} (name -> the object before the versions written
+--         through that the watch has not brought yet; '' for none)
 -- ARGV: name, object JSON, scope, resourceVersion, now (Unix ms), app ('' unless a pod),
 --       cluster, kind, mode
 -- Returns (watch) 1 when the object is new, 0 otherwise; (through) 1 stored, 2 nothing to do
@@ -35,13 +40,35 @@ local function version_of(json)
   return json and string.match(json, '"version":"([^"]*)"') or nil
 end
 
+local PRE_TTL_MS = 3600000
+
 local old = redis.call('HGET', KEYS[1], name)
 if mode == 'through' then
   if not digits(rv) then return -1 end
   local seen = redis.call('GET', KEYS[4])
   if seen and newer(rv, seen) == false then return 2 end
   if old and newer(rv, version_of(old)) == false then return 2 end
-elseif old and (old == obj or newer(version_of(old), rv)) then
+  -- The oldest object not compared yet stays (a second write before the watch brought the
+  -- first keeps the first's). One kept for an object since deleted, or from before the watch
+  -- passed the cached object (a relist), is stale: the watch would have dropped it.
+  local pre = redis.call('HEXISTS', KEYS[6], name) == 1
+  local stale = not old or (seen ~= false and newer(version_of(old), seen) ~= true)
+  if not pre or stale then redis.call('HSET', KEYS[6], name, old or '') end
+  redis.call('PEXPIRE', KEYS[6], PRE_TTL_MS)
+else
+  -- The object kept aside by a write-through: the watch's comparisons of this event started
+  -- from it; it moves on to this event while the cache holds a newer version written through,
+  -- and goes once the watch has caught up with the cached object.
+  local pre = redis.call('HGET', KEYS[6], name)
+  if pre then
+    if old and newer(version_of(old), rv) then
+      if pre == '' or newer(rv, version_of(pre)) then redis.call('HSET', KEYS[6], name, obj) end
+    else
+      redis.call('HDEL', KEYS[6], name)
+    end
+  end
+end
+if mode ~= 'through' and old and (old == obj or newer(version_of(old), rv)) then
   -- a write-through put this very object (the watch bringing the version it wrote) or a newer
   -- version: keep it, the watch only moves on
   redis.call('SET', KEYS[4], rv)

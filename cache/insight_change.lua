@@ -1,25 +1,22 @@
 -- cache/insight_change.lua: one change of a workload, pod or project, added to its project's
 -- change stream (cache/SCHEMA.md section 2) when it really changed something. Run just before
--- the cache's own write of the same object, by both writers of the cache, so it compares the
--- object with the one the cache holds: the informer (a watch event, before cache_upsert.lua /
--- cache_delete.lua) and a write-through (src/cache/through.c, any replica, before
--- cache_upsert.lua's 'through' mode). The write-through usually reaches the cache before the
--- watch brings the same version; the watch then finds nothing changed, so without this the
--- spec change of a write made through fleetgate would never be streamed.
+-- the informer's own write of the same object (a watch event, before cache_upsert.lua /
+-- cache_delete.lua; a LIST item), so it compares the object with the one the cache holds.
+-- A write-through (src/cache/through.c, any replica) usually stores a write's version before
+-- the watch brings it, and keeps the object it replaced in KEYS[3] (cache_upsert.lua): the
+-- watch's comparison of that version starts from there, so the spec change of a write made
+-- through fleetgate is streamed by the watch, in order with every other change.
 -- KEYS[1] fg:o:{kind}:{cluster}:{scope}   KEYS[2] fg:chg:{project}
--- KEYS[3] fg:rv:{cluster}:{resource} (the watch's resume point; read in 'through' mode only)
+-- KEYS[3] fg:pre:{kind}:{cluster}:{scope} (what a write-through replaced: cache_upsert.lua)
 -- KEYS[4] fg:chgv:{kind}:{cluster}:{scope}:{name} (the version last streamed for the object)
 -- ARGV: name, object JSON ('' for a delete), API kind (App, Pod...), cluster, version, time
---       (RFC 3339), max entries of the stream, cache kind (pod, app...), mode ('watch', 'list'
---       or 'through'), and optionally the app the object belongs to (its "app" member, '' for
---       none) when the caller knows it, so the object need not be decoded for it
+--       (RFC 3339), max entries of the stream, cache kind (pod, app...), mode ('watch' or
+--       'list'), and optionally the app the object belongs to (its "app" member, '' for none)
+--       when the caller knows it, so the object need not be decoded for it
 -- Once and in order: nothing when the cache holds this version or a newer one (a replayed
--- watch; the watch bringing a version a write-through streamed; an older watch event after a
--- write-through stored a newer one), nor when KEYS[4] says this version or a newer one was
--- streamed already. KEYS[4] covers the moment both writers compare the same version before
--- either has stored it (their round trips interleave); it lives an hour, far beyond that
--- moment, after which the cached version alone guards. The through mode also streams nothing
--- once the watch reached the version (fg:rv at or past it), as cache_upsert.lua stores nothing.
+-- watch; an older watch event after a write-through stored a newer one) unless a write-through
+-- kept what it replaced, nor when KEYS[4] says this version or a newer one was streamed
+-- already; it lives an hour, after which the cached version alone guards.
 -- A LIST item ('list': a relist after a 410, a restart, a lease handover) is streamed only when
 -- the cache holds an older version of the object: a change made while no watch ran. An object
 -- the cache lacks is not streamed, so a relist after a FLUSHALL streams nothing; the objects a
@@ -56,19 +53,24 @@ local function decode(s)
 end
 
 local old = redis.call('HGET', KEYS[1], name)
+-- A version written through holds the cache at or past this event: the comparison starts from
+-- the object it replaced, unless that is this version or newer. '' there: the write made it.
+local made = false
+if obj ~= '' and old then
+  local pre = redis.call('HGET', KEYS[3], name)
+  if pre and newer(version, version_of(old)) == false then
+    if pre ~= '' and newer(version, version_of(pre)) ~= true then return false end
+    made = pre == ''
+    old = not made and pre
+  end
+end
 local ov = version_of(old)
 if obj == '' then
   if not old then return false end
-elseif mode == 'list' and not decode(old) then
+elseif mode == 'list' and not made and not decode(old) then
   return false
 elseif ov and ov == version then
   return false
-end
-if mode == 'through' then
-  -- what cache_upsert.lua's through mode would not store, this does not stream
-  if obj == '' or not digits(version) then return false end
-  local seen = redis.call('GET', KEYS[3])
-  if seen and newer(version, seen) == false then return false end
 end
 -- older than the cached object: a write-through stored a newer one first
 if ov and newer(ov, version) then return false end

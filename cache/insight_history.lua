@@ -1,20 +1,18 @@
 -- cache/insight_history.lua: the state changes of one object, found by comparing its new
 -- simplified form with the one the cache holds, added to its project's workload history
--- (cache/SCHEMA.md section 2). Run just before the cache's own write of the same object, by
--- both writers of the cache: the informer (pipelined; only the lease holder writes), on a watch
--- event or a LIST item, and a write-through (src/cache/through.c, any replica), whose object
--- usually reaches the cache before the watch brings the same version.
+-- (cache/SCHEMA.md section 2). Run by the informer (pipelined; only the lease holder writes),
+-- on a watch event or a LIST item, just before the cache's own write of the same object.
 -- KEYS[1] fg:o:{kind}:{cluster}:{scope}   KEYS[2] fg:hist:{project}   KEYS[3] fg:histx:{project}
--- KEYS[4] fg:rv:{cluster}:{resource} (the watch's resume point; read in 'through' mode only)
+-- KEYS[4] fg:pre:{kind}:{cluster}:{scope} (what a write-through replaced: cache_upsert.lua)
 -- ARGV: name, object JSON ('' for a delete), API kind (App, Pod...), cluster, version, now (Unix
 --       ms), max age (ms), max entries of the project, listing ('1': a LIST item, or a watch's
---       MODIFIED event: an object that existed before, never "Created"), mode ('through' or
---       'watch')
+--       MODIFIED event: an object that existed before, never "Created")
 -- Exactly once: an entry's id is a hash of cluster, kind, name, uid, change and the new
--- version, set with HSETNX, so a replayed watch, or the watch bringing a version a write-through
--- already compared, adds nothing; both writers compare a version against the same cached one, so
--- they find the same entries. The guards are cache_upsert.lua's: nothing when the cache holds
--- this version or a newer one (a write-through put it there first). A LIST item is compared
+-- version, set with HSETNX, so a replayed watch adds nothing. A write-through (any replica)
+-- usually stores a write's version before the watch brings it, and keeps the object it
+-- replaced in KEYS[4]: the watch's comparison of that version starts from there, so a write's
+-- changes are found by the watch, as every other change is. Otherwise nothing when the cache
+-- holds this version or a newer one. A LIST item is compared
 -- only with an object the cache holds (never "Created"), so a relist, even after a FLUSHALL,
 -- adds only changes that really happened while the watch was away; so is a MODIFIED event (one
 -- may come between a FLUSHALL and the informer seeing it).
@@ -22,7 +20,6 @@
 local name, obj, kind, cluster, version = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local now, max_age, max_n, listing = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]),
   ARGV[9] == '1'
-local through = ARGV[10] == 'through'
 
 -- resourceVersions compare as decimal numbers, as in cache_upsert.lua; nil when not comparable
 local function digits(s)
@@ -42,13 +39,25 @@ local function decode(s)
   if ok and type(o) == 'table' then return o end
   return nil
 end
+-- The versions are read as cache_upsert.lua reads them (the first "version" member: every
+-- simplified object starts with its identity).
+local function version_of(json) return string.match(json, '"version":"([^"]*)"') end
 local old = redis.call('HGET', KEYS[1], name)
--- Cheap exits before any decoding, for the usual "nothing to compare": the watch bringing the
--- version a write-through compared (or a replay), an older version than the cached one. The
--- versions are read as cache_upsert.lua reads them (the first "version" member: every
--- simplified object starts with its identity); the decoded checks below stay as they were.
+-- A version written through (cache_upsert.lua) holds the cache at or past this event: the
+-- comparison starts from the object it replaced, unless that is this version or newer (this
+-- event was compared). '' there: the write made the object.
+local made = false
 if obj ~= '' and old then
-  local function version_of(json) return string.match(json, '"version":"([^"]*)"') end
+  local pre, nv = redis.call('HGET', KEYS[4], name), version_of(obj)
+  if pre and newer(nv, version_of(old)) == false then
+    if pre ~= '' and newer(nv, version_of(pre)) ~= true then return 0 end
+    made = pre == ''
+    old = not made and pre
+  end
+end
+-- Cheap exits before any decoding, for the usual "nothing to compare": a replay, an older
+-- version than the cached one; the decoded checks below stay as they were.
+if obj ~= '' and old then
   local ov, nv = version_of(old), version_of(obj)
   if ov and ov == nv then return 0 end
   if newer(ov, nv) then return 0 end
@@ -69,14 +78,8 @@ end
 local o = decode(old)
 local n = decode(obj)
 if obj ~= '' and not n then return 0 end
-if not o and (listing or not n) then return 0 end
+if not o and ((listing and not made) or not n) then return 0 end
 if o and n and o.version == n.version then return 0 end
-if through then
-  -- what cache_upsert.lua's through mode would not store, this does not compare
-  if not n or not digits(version) then return 0 end
-  local seen = redis.call('GET', KEYS[4])
-  if seen and newer(version, seen) == false then return 0 end
-end
 -- an older version than the cached one (a write-through stored the newer one first)
 if o and n and newer(o.version, n.version) then return 0 end
 

@@ -154,6 +154,11 @@ const char *fg_cache_key_history_order(fg_cache_key_t *k, const char *project);
 
 /* fg:chg:{project}: stream, the project's changes (cache/insight_change.lua; SCHEMA.md). */
 const char *fg_cache_key_changes(fg_cache_key_t *k, const char *project);
+/* fg:pre:{kind}:{cluster}:{scope}: hash, object name -> the object as it was before a
+ * write-through stored a version the watch has not brought yet ("" when there was none): what
+ * the watch's history and change stream comparisons start from (cache/cache_upsert.lua). */
+const char *fg_cache_key_preimage(fg_cache_key_t *k, const char *kind, const char *cluster,
+                                  const char *scope);
 /* fg:chgv:{kind}:{cluster}:{scope}:{name}: string, the version last added to the change stream
  * for that object, so its two writers (watch, write-through) add a version once, in order. */
 const char *fg_cache_key_change_mark(fg_cache_key_t *k, const char *kind, const char *cluster,
@@ -275,9 +280,6 @@ typedef struct fg_cache_through_pending fg_cache_through_pending_t;
 fg_cache_through_pending_t *fg_cache_write_through_begin(fg_redis_t *r,
                                                          const fg_cache_through_t *items, size_t n);
 int fg_cache_write_through_end(fg_cache_through_pending_t *p, bool *shown);
-/* The workload history's retention for the comparisons a write-through makes (insights.history_*;
- * the defaults until called). Call once at start-up, before any write. */
-void fg_cache_through_configure(const fg_insights_conf_t *conf);
 
 /* ---- tier quota reservations (src/cache/quota.c, cache/quota_reserve.lua) -------------------
  *

@@ -15,7 +15,6 @@
 int fg_api_new(fg_api_t **out, const fg_config_t *cfg) {
     fg_api_t *api = fg_xcalloc(1, sizeof *api);
     api->cfg = cfg;
-    fg_cache_through_configure(&cfg->insights); /* the history its write-throughs compare */
     int rc = fg_read_file(cfg->openapi_file, SPEC_MAX_BYTES, &api->openapi, &api->openapi_len);
     if (rc != FG_OK) {
         fg_log(FG_LOG_ERROR, NULL, "openapi_file %s: cannot read it", cfg->openapi_file);

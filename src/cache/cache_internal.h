@@ -116,21 +116,21 @@ typedef struct {
 bool insight_event_cmd(insight_event_cmd_t *cmd, const char *sha1, const fg_insights_conf_t *conf,
                        const char *cluster, const json_t *t, const char *text, size_t len);
 
-/* The change stream: each watch event of a pod, app, job set, cron job, scaler or project, and
- * each write-through of one, is offered to its project's stream by cache/insight_change.lua,
- * sent just before the cache's own write of it (the script compares it with the cached object,
- * and streams each version of an object once, in order, whichever writer comes first). */
+/* The change stream: each watch event of a pod, app, job set, cron job, scaler or project is
+ * offered to its project's stream by cache/insight_change.lua, sent just before the cache's own
+ * write of it (the script compares it with the cached object, or with what a write-through
+ * replaced, and streams each version of an object once, in order). */
 #define INSIGHT_CHANGE_ARGC 17 /* at most: 16, and the app when the caller knows it */
 
-/* Where one object comes from, for insight_change_cmd and insight_history_cmd: a watch event, a
- * LIST item (a relist) or a write-through. HIST_MODIFIED is a watch's MODIFIED event: the object
+/* Where one object comes from, for insight_change_cmd and insight_history_cmd: a watch event or
+ * a LIST item (a relist). HIST_MODIFIED is a watch's MODIFIED event: the object
  * existed before, so, as a LIST item, it is compared only with an object the cache holds and is
  * never "Created" (after a FLUSHALL, an event may come before the informer sees the new data
  * set and lists again). */
-typedef enum { HIST_WATCH, HIST_MODIFIED, HIST_LIST, HIST_THROUGH } insight_history_from_t;
+typedef enum { HIST_WATCH, HIST_MODIFIED, HIST_LIST } insight_history_from_t;
 
 typedef struct {
-    fg_cache_key_t objects, stream, rv, mark;
+    fg_cache_key_t objects, stream, pre, mark;
     char time[40], maxlen[24];
     int argc; /* of argv */
     const char *argv[INSIGHT_CHANGE_ARGC];
@@ -138,15 +138,15 @@ typedef struct {
 } insight_change_cmd_t;
 
 /* Fills cmd with the EVALSHA (sha1: insight_change.lua's) of one object of cache kind kind
- * ("app"...) whose watch is of resource in cluster: name and scope as the cache keys it, text
+ * ("app"...) in cluster: name and scope as the cache keys it, text
  * the translated object's compact JSON ("" for a delete; borrowed), version its
  * resourceVersion; from: where it comes from (a LIST item is streamed only when the cache holds
  * an older version of it: a change the watch missed). False when the kind has no change stream
  * or no project. */
 bool insight_change_cmd(insight_change_cmd_t *cmd, const char *sha1, const fg_insights_conf_t *conf,
-                        const char *kind, const char *resource, const char *cluster,
-                        const char *name, const char *scope, const char *text, size_t len,
-                        const char *version, insight_history_from_t from);
+                        const char *kind, const char *cluster, const char *name, const char *scope,
+                        const char *text, size_t len, const char *version,
+                        insight_history_from_t from);
 
 /* Adds to cmd (filled by insight_change_cmd) the app its object belongs to, as the translated
  * object's "app" member says ("" when it has none; borrowed), so the script need not decode the
@@ -154,25 +154,25 @@ bool insight_change_cmd(insight_change_cmd_t *cmd, const char *sha1, const fg_in
 void insight_change_cmd_app(insight_change_cmd_t *cmd, const char *app);
 
 /* The workload history: each watch event and each LIST item of a pod, app, job set, cron job or
- * scaler, and each write-through of one, is compared with the cached object by
+ * scaler is compared with the cached object (or with what a write-through replaced) by
  * cache/insight_history.lua, sent just before the cache's own write of it (LIST items: only
  * objects the cache holds). */
-#define INSIGHT_HISTORY_ARGC 17
+#define INSIGHT_HISTORY_ARGC 16
 
 typedef struct {
-    fg_cache_key_t objects, hist, histx, rv;
+    fg_cache_key_t objects, hist, histx, pre;
     char now[24], max_age[24], max_n[24];
     const char *argv[INSIGHT_HISTORY_ARGC];
     size_t lens[INSIGHT_HISTORY_ARGC];
 } insight_history_cmd_t;
 
 /* Fills cmd with the EVALSHA (sha1: insight_history.lua's) of one object of cache kind kind
- * ("app"...) whose watch is of resource in cluster: name and scope as the cache keys it, text
+ * ("app"...) in cluster: name and scope as the cache keys it, text
  * the translated object's compact JSON ("" for a delete; borrowed), version its
  * resourceVersion. False when the kind has no history. */
 bool insight_history_cmd(insight_history_cmd_t *cmd, const char *sha1,
-                         const fg_insights_conf_t *conf, const char *kind, const char *resource,
-                         const char *cluster, const char *name, const char *scope, const char *text,
-                         size_t len, const char *version, insight_history_from_t from);
+                         const fg_insights_conf_t *conf, const char *kind, const char *cluster,
+                         const char *name, const char *scope, const char *text, size_t len,
+                         const char *version, insight_history_from_t from);
 
 #endif

@@ -569,14 +569,12 @@ static void page_work(job_t *j) {
         /* a change the watch missed (the cache holds an older version) is streamed */
         insight_change_cmd_t chg;
         if (insight_change_cmd(&chg, o->scripts[S_CHANGE].sha1, &o->insights, j->in->ki->name,
-                               j->in->ki->resource, j->in->cl->conf->name, name, scope, text, len,
-                               version, HIST_LIST))
+                               j->in->cl->conf->name, name, scope, text, len, version, HIST_LIST))
             emit(j, chg.argc, chg.argv, chg.lens);
         /* history: this item against the object the cache holds (none: nothing, never Created) */
         insight_history_cmd_t hc;
         if (insight_history_cmd(&hc, o->scripts[S_HISTORY].sha1, &o->insights, j->in->ki->name,
-                                j->in->ki->resource, j->in->cl->conf->name, name, scope, text, len,
-                                version, HIST_LIST))
+                                j->in->cl->conf->name, name, scope, text, len, version, HIST_LIST))
             emit(j, INSIGHT_HISTORY_ARGC, hc.argv, hc.lens);
         write_tmp(j, &last, name, scope, app, text, len);
         insight_event_cmd_t ev;
@@ -721,13 +719,11 @@ static void list_gone(inf_t *in) {
             continue;
         insight_change_cmd_t chg;
         if (insight_change_cmd(&chg, o->scripts[S_CHANGE].sha1, &o->insights, in->ki->name,
-                               in->ki->resource, c->conf->name, name, scope, "", 0, in->list_rv,
-                               HIST_WATCH))
+                               c->conf->name, name, scope, "", 0, in->list_rv, HIST_WATCH))
             writer_append(&c->w, chg.argc, chg.argv, chg.lens);
         insight_history_cmd_t hc;
         if (insight_history_cmd(&hc, o->scripts[S_HISTORY].sha1, &o->insights, in->ki->name,
-                                in->ki->resource, c->conf->name, name, scope, "", 0, in->list_rv,
-                                HIST_LIST))
+                                c->conf->name, name, scope, "", 0, in->list_rv, HIST_LIST))
             writer_append(&c->w, INSIGHT_HISTORY_ARGC, hc.argv, hc.lens);
     }
     if (r->type == REDIS_REPLY_ERROR)
@@ -920,20 +916,35 @@ static void apply_event(inf_t *in, const fg_kube_event_t *ev) {
         s = &c->owner->scripts[S_UPSERT];
         text = fg_json_dumps(t, &len);
     }
-    fg_cache_key_t ko, ki, ks;
+    fg_cache_key_t ko, ki, ks, kp;
     char ms[24];
     fg_cache_key_objects(&ko, in->ki->name, c->conf->name, scope);
     fg_cache_key_index(&ki, in->ki->name, c->conf->name, scope);
     fg_cache_key_scopes(&ks, in->ki->name, c->conf->name);
+    fg_cache_key_preimage(&kp, in->ki->name, c->conf->name, scope);
     snprintf(ms, sizeof ms, "%lld", (long long)fg_wall_ms());
-    const char *a[] = {"EVALSHA", s->sha1,        "5",           ko.s,
-                       ki.s,      ks.s,           in->key_rv.s,  in->key_sync.s,
-                       name,      text,           scope,         ev->resource_version,
-                       ms,        app ? app : "", c->conf->name, in->ki->name};
-    size_t lens[16];
-    for (int i = 0; i < 16; i++)
+    const char *a[] = {"EVALSHA",
+                       s->sha1,
+                       "6",
+                       ko.s,
+                       ki.s,
+                       ks.s,
+                       in->key_rv.s,
+                       in->key_sync.s,
+                       kp.s,
+                       name,
+                       text,
+                       scope,
+                       ev->resource_version,
+                       ms,
+                       app ? app : "",
+                       c->conf->name,
+                       in->ki->name};
+    enum { NA = sizeof a / sizeof a[0] };
+    size_t lens[NA];
+    for (int i = 0; i < NA; i++)
         lens[i] = strlen(a[i]);
-    lens[9] = len;
+    lens[10] = len; /* text */
     if (c->w.oldest_pending_ns == 0)
         c->w.oldest_pending_ns = fg_now_ns();
     /* the change stream first: its script compares the event with the object cached now */
@@ -945,8 +956,8 @@ static void apply_event(inf_t *in, const fg_kube_event_t *ev) {
     else
         version = json_string_value(json_object_get(t, "version"));
     if (insight_change_cmd(&chg, c->owner->scripts[S_CHANGE].sha1, &c->owner->insights,
-                           in->ki->name, in->ki->resource, c->conf->name, name, scope, text, len,
-                           version, HIST_WATCH)) {
+                           in->ki->name, c->conf->name, name, scope, text, len, version,
+                           HIST_WATCH)) {
         if (in->ki->kind == FG_KIND_POD && t != NULL) {
             const char *papp = json_string_value(json_object_get(t, "app"));
             insight_change_cmd_app(&chg, papp ? papp : "");
@@ -955,10 +966,10 @@ static void apply_event(inf_t *in, const fg_kube_event_t *ev) {
     }
     insight_history_cmd_t hc;
     if (insight_history_cmd(&hc, c->owner->scripts[S_HISTORY].sha1, &c->owner->insights,
-                            in->ki->name, in->ki->resource, c->conf->name, name, scope, text, len,
-                            version, ev->type == FG_KUBE_EV_MODIFIED ? HIST_MODIFIED : HIST_WATCH))
+                            in->ki->name, c->conf->name, name, scope, text, len, version,
+                            ev->type == FG_KUBE_EV_MODIFIED ? HIST_MODIFIED : HIST_WATCH))
         writer_append(&c->w, INSIGHT_HISTORY_ARGC, hc.argv, hc.lens);
-    writer_append(&c->w, 16, a, lens);
+    writer_append(&c->w, NA, a, lens);
     insight_event_cmd_t iev;
     if (in->ki->kind == FG_KIND_EVENT && t != NULL &&
         insight_event_cmd(&iev, c->owner->scripts[S_EVENT].sha1, &c->owner->insights, c->conf->name,

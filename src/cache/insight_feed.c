@@ -44,10 +44,8 @@ bool insight_event_cmd(insight_event_cmd_t *cmd, const char *sha1, const fg_insi
 
 /* The scripts' mode argument for where an object comes from. */
 static const char *from_mode(insight_history_from_t from) {
-    static const char *const modes[] = {[HIST_WATCH] = "watch",
-                                        [HIST_MODIFIED] = "watch",
-                                        [HIST_LIST] = "list",
-                                        [HIST_THROUGH] = "through"};
+    static const char *const modes[] = {
+        [HIST_WATCH] = "watch", [HIST_MODIFIED] = "watch", [HIST_LIST] = "list"};
     return modes[from];
 }
 
@@ -58,9 +56,9 @@ static const struct {
                     {"cronjob", "CronJob"}, {"scaler", "Scaler"}, {"project", "Project"}};
 
 bool insight_change_cmd(insight_change_cmd_t *cmd, const char *sha1, const fg_insights_conf_t *conf,
-                        const char *kind, const char *resource, const char *cluster,
-                        const char *name, const char *scope, const char *text, size_t len,
-                        const char *version, insight_history_from_t from) {
+                        const char *kind, const char *cluster, const char *name, const char *scope,
+                        const char *text, size_t len, const char *version,
+                        insight_history_from_t from) {
     const char *api = NULL;
     for (size_t i = 0; i < sizeof change_kinds / sizeof change_kinds[0]; i++)
         if (strcmp(change_kinds[i].cache, kind) == 0)
@@ -70,12 +68,12 @@ bool insight_change_cmd(insight_change_cmd_t *cmd, const char *sha1, const fg_in
         return false;
     fg_cache_key_objects(&cmd->objects, kind, cluster, scope);
     fg_cache_key_changes(&cmd->stream, project);
-    fg_cache_key_rv(&cmd->rv, cluster, resource);
+    fg_cache_key_preimage(&cmd->pre, kind, cluster, scope);
     fg_cache_key_change_mark(&cmd->mark, kind, cluster, scope, name);
     fg_format_time_ms(fg_wall_ms(), cmd->time, sizeof cmd->time);
     snprintf(cmd->maxlen, sizeof cmd->maxlen, "%lld", (long long)conf->changes_max_per_project);
     const char *a[] = {"EVALSHA",     sha1,        "4",         cmd->objects.s,
-                       cmd->stream.s, cmd->rv.s,   cmd->mark.s, name,
+                       cmd->stream.s, cmd->pre.s,  cmd->mark.s, name,
                        text,          api,         cluster,     version,
                        cmd->time,     cmd->maxlen, kind,        from_mode(from)};
     cmd->argc = (int)(sizeof a / sizeof a[0]);
@@ -103,9 +101,9 @@ static const struct {
                      {"scaler", "Scaler"}};
 
 bool insight_history_cmd(insight_history_cmd_t *cmd, const char *sha1,
-                         const fg_insights_conf_t *conf, const char *kind, const char *resource,
-                         const char *cluster, const char *name, const char *scope, const char *text,
-                         size_t len, const char *version, insight_history_from_t from) {
+                         const fg_insights_conf_t *conf, const char *kind, const char *cluster,
+                         const char *name, const char *scope, const char *text, size_t len,
+                         const char *version, insight_history_from_t from) {
     const char *api = NULL;
     for (size_t i = 0; i < sizeof history_kinds / sizeof history_kinds[0]; i++)
         if (strcmp(history_kinds[i].cache, kind) == 0)
@@ -115,27 +113,19 @@ bool insight_history_cmd(insight_history_cmd_t *cmd, const char *sha1,
     fg_cache_key_objects(&cmd->objects, kind, cluster, scope);
     fg_cache_key_history(&cmd->hist, scope);
     fg_cache_key_history_order(&cmd->histx, scope);
-    fg_cache_key_rv(&cmd->rv, cluster, resource);
+    fg_cache_key_preimage(&cmd->pre, kind, cluster, scope);
     snprintf(cmd->now, sizeof cmd->now, "%lld", (long long)fg_wall_ms());
     snprintf(cmd->max_age, sizeof cmd->max_age, "%lld", (long long)conf->history_max_age_s * 1000);
     snprintf(cmd->max_n, sizeof cmd->max_n, "%lld", (long long)conf->history_max_per_project);
-    const char *a[INSIGHT_HISTORY_ARGC] = {"EVALSHA",
-                                           sha1,
-                                           "4",
-                                           cmd->objects.s,
-                                           cmd->hist.s,
-                                           cmd->histx.s,
-                                           cmd->rv.s,
-                                           name,
-                                           text,
-                                           api,
-                                           cluster,
-                                           version,
-                                           cmd->now,
-                                           cmd->max_age,
-                                           cmd->max_n,
-                                           from == HIST_LIST || from == HIST_MODIFIED ? "1" : "0",
-                                           from == HIST_THROUGH ? "through" : "watch"};
+    const char *a[INSIGHT_HISTORY_ARGC] = {
+        "EVALSHA",   sha1,
+        "4",         cmd->objects.s,
+        cmd->hist.s, cmd->histx.s,
+        cmd->pre.s,  name,
+        text,        api,
+        cluster,     version,
+        cmd->now,    cmd->max_age,
+        cmd->max_n,  from == HIST_LIST || from == HIST_MODIFIED ? "1" : "0"};
     memcpy(cmd->argv, a, sizeof a);
     for (int i = 0; i < INSIGHT_HISTORY_ARGC; i++)
         cmd->lens[i] = strlen(a[i]);

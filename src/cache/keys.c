@@ -126,6 +126,12 @@ const char *fg_cache_key_changes(fg_cache_key_t *k, const char *project) {
     return join(k, "fg:chg", 1, parts);
 }
 
+const char *fg_cache_key_preimage(fg_cache_key_t *k, const char *kind, const char *cluster,
+                                  const char *scope) {
+    const char *parts[] = {kind, cluster, scope};
+    return join(k, "fg:pre", 3, parts);
+}
+
 const char *fg_cache_key_change_mark(fg_cache_key_t *k, const char *kind, const char *cluster,
                                      const char *scope, const char *name) {
     const char *parts[] = {kind, cluster, scope, name};

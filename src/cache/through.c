@@ -12,12 +12,10 @@
  * event still on its way would bring the object back until the DELETED event came. All items go
  * in one round trip.
  *
- * Each item's history (cache/insight_history.lua) and change stream entry
- * (cache/insight_change.lua) are compared just before its write, with the same guards: the
- * write-through usually reaches the cache before the watch brings the same version, and the
- * watch then finds nothing changed. The history's entry ids are the same whichever writer
- * compares first, and the change stream keeps the version it last streamed for each object, so
- * a change is recorded once and streamed once, in order.
+ * The history and the change stream are the watch's: the upsert keeps the object a write
+ * replaced aside (fg:pre) until the watch brings the written version, and the watch's
+ * comparisons start from it (cache/cache_upsert.lua). The write's own round trip carries one
+ * script an object, and a write's changes are recorded once, in order, as every change is.
  *
  * An object whose version this process's informer has already seen Redis confirm (fg:rv at or
  * past it: the watch stored and compared it) is not sent at all: the answer is the one the
@@ -30,13 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static fg_redis_script_t script, history, change;
+static fg_redis_script_t script;
 static pthread_once_t script_once = PTHREAD_ONCE_INIT;
-/* the history's retention (insights.history_*) and the change stream's bound
- * (insights.changes_max_per_project), set at start-up (fg_cache_through_configure) */
-static fg_insights_conf_t insights = {.history_max_age_s = 2592000,
-                                      .history_max_per_project = 10000,
-                                      .changes_max_per_project = 10000};
 
 /* ---- what this process's informers confirmed -------------------------------------------- */
 
@@ -107,50 +100,21 @@ static void script_init(void) {
         "already seen Redis confirm their version, so nothing was sent).",
         FG_METRIC_COUNTER, labels);
     fg_redis_script_init(&script, fg_cache_upsert_lua);
-    fg_redis_script_init(&history, fg_insight_history_lua);
-    fg_redis_script_init(&change, fg_insight_change_lua);
-}
-
-void fg_cache_through_configure(const fg_insights_conf_t *conf) {
-    insights = *conf;
-}
-
-/* Appends item it's change stream comparison when its kind has one; returns its index in the
- * batch, or SIZE_MAX. */
-static size_t add_change(fg_redis_batch_t *b, const fg_cache_through_t *it) {
-    insight_change_cmd_t cc;
-    if (!insight_change_cmd(&cc, change.sha1, &insights, it->kind, it->resource, it->cluster,
-                            it->name, it->scope, it->object, strlen(it->object), it->rv,
-                            HIST_THROUGH))
-        return SIZE_MAX;
-    if (strcmp(it->kind, "pod") == 0)
-        insight_change_cmd_app(&cc, it->app ? it->app : ""); /* a pod's app: its "app" member */
-    return fg_redis_batch_add(b, (size_t)cc.argc, cc.argv, cc.lens);
-}
-
-/* Appends item it's history comparison when its kind has a history; returns its index in the
- * batch, or SIZE_MAX. */
-static size_t add_history(fg_redis_batch_t *b, const fg_cache_through_t *it) {
-    insight_history_cmd_t hc;
-    if (!insight_history_cmd(&hc, history.sha1, &insights, it->kind, it->resource, it->cluster,
-                             it->name, it->scope, it->object, strlen(it->object), it->rv,
-                             HIST_THROUGH))
-        return SIZE_MAX;
-    return fg_redis_batch_add(b, INSIGHT_HISTORY_ARGC, hc.argv, hc.lens);
 }
 
 /* Appends item it's EVALSHA (ARGV as cache_upsert.lua: name, object, scope, resourceVersion,
  * now (unused), app, cluster, kind, mode); returns its index in the batch. */
 static size_t add(fg_redis_batch_t *b, const fg_cache_through_t *it) {
-    fg_cache_key_t ko, ki, ks, kr, kq;
+    fg_cache_key_t ko, ki, ks, kr, kq, kp;
     const char *argv[] = {"EVALSHA",
                           script.sha1,
-                          "5",
+                          "6",
                           fg_cache_key_objects(&ko, it->kind, it->cluster, it->scope),
                           fg_cache_key_index(&ki, it->kind, it->cluster, it->scope),
                           fg_cache_key_scopes(&ks, it->kind, it->cluster),
                           fg_cache_key_rv(&kr, it->cluster, it->resource),
                           fg_cache_key_sync(&kq, it->cluster, it->resource),
+                          fg_cache_key_preimage(&kp, it->kind, it->cluster, it->scope),
                           it->name,
                           it->object,
                           it->scope,
@@ -170,27 +134,12 @@ static bool noscript(const fg_redis_reply_t *rep) {
            strncmp(s, "NOSCRIPT", 8) == 0;
 }
 
-/* Logs the error reply, if any, of item it's comparison at index i of the batch (SIZE_MAX: none).
- */
-static void log_comparison(fg_redis_batch_t *b, size_t i, const char *what,
-                           const fg_cache_through_t *it) {
-    if (i == SIZE_MAX)
-        return;
-    const fg_redis_reply_t *rep = fg_redis_batch_reply(b, i);
-    if (fg_redis_reply_type(rep) != FG_REDIS_ERROR)
-        return;
-    size_t len;
-    const char *s = fg_redis_reply_str(rep, &len);
-    FG_LOG(FG_LOG_ERROR, NULL, "cache: %s of %s %s/%s not compared: %.*s", what, it->kind,
-           it->cluster, it->name, (int)(len < 200 ? len : 200), s);
-}
-
 struct fg_cache_through_pending {
     fg_redis_t *r;
     const fg_cache_through_t *items; /* the caller's, alive until _end */
     size_t n;
     fg_redis_batch_t *b;
-    size_t *at;    /* each item's change comparison, history comparison and upsert in b */
+    size_t *at;    /* each item's upsert in b (SIZE_MAX: not sent) */
     bool *covered; /* each item's: the informer's confirmed version covers it (not sent) */
     size_t sent;   /* items in b */
     int rc;        /* of the send */
@@ -199,13 +148,10 @@ struct fg_cache_through_pending {
 static void add_items(fg_cache_through_pending_t *p) {
     fg_redis_batch_reset(p->b);
     for (size_t i = 0; i < p->n; i++) {
-        p->at[3 * i] = p->at[3 * i + 1] = p->at[3 * i + 2] = SIZE_MAX;
+        p->at[i] = SIZE_MAX;
         if (p->covered[i])
             continue;
-        /* the change stream first, as the informer does: both compare with the cached object */
-        p->at[3 * i] = add_change(p->b, &p->items[i]);
-        p->at[3 * i + 1] = add_history(p->b, &p->items[i]);
-        p->at[3 * i + 2] = add(p->b, &p->items[i]);
+        p->at[i] = add(p->b, &p->items[i]);
     }
 }
 
@@ -219,7 +165,7 @@ fg_cache_write_through_begin(fg_redis_t *r, const fg_cache_through_t *items, siz
     if (n == 0)
         return p;
     p->b = fg_redis_batch_new();
-    p->at = fg_xcalloc(3 * n, sizeof *p->at);
+    p->at = fg_xcalloc(n, sizeof *p->at);
     p->covered = fg_xcalloc(n, sizeof *p->covered);
     for (size_t i = 0; i < n; i++) {
         p->covered[i] = applied_covers(&items[i]);
@@ -246,15 +192,9 @@ int fg_cache_write_through_end(fg_cache_through_pending_t *p, bool *shown) {
         missing = missing || noscript(fg_redis_batch_reply(p->b, i));
     if (missing) {
         /* First use on this server (or after SCRIPT FLUSH / a restart): load, then again. The
-         * scripts are guarded, so running an item twice changes nothing. */
+         * script is guarded, so running an item twice changes nothing. */
         const char *load[] = {"SCRIPT", "LOAD", script.source};
-        const char *load_h[] = {"SCRIPT", "LOAD", history.source};
-        const char *load_c[] = {"SCRIPT", "LOAD", change.source};
-        rc = fg_redis_command(p->r, 3, load) == FG_OK &&
-                     fg_redis_command(p->r, 3, load_h) == FG_OK &&
-                     fg_redis_command(p->r, 3, load_c) == FG_OK
-                 ? FG_OK
-                 : FG_EIO;
+        rc = fg_redis_command(p->r, 3, load) == FG_OK ? FG_OK : FG_EIO;
         if (rc == FG_OK) {
             add_items(p);
             rc = fg_redis_batch_run(p->r, p->b, NULL, 0);
@@ -266,9 +206,7 @@ int fg_cache_write_through_end(fg_cache_through_pending_t *p, bool *shown) {
             shown[i] = true; /* what the upsert would answer: 2, shown already */
             continue;
         }
-        log_comparison(p->b, p->at[3 * i], "change stream", it);
-        log_comparison(p->b, p->at[3 * i + 1], "history", it);
-        const fg_redis_reply_t *rep = fg_redis_batch_reply(p->b, p->at[3 * i + 2]);
+        const fg_redis_reply_t *rep = fg_redis_batch_reply(p->b, p->at[i]);
         int64_t v = fg_redis_reply_type(rep) == FG_REDIS_INTEGER ? fg_redis_reply_int(rep) : -1;
         if (fg_redis_reply_type(rep) == FG_REDIS_ERROR) {
             size_t len;

@@ -86,12 +86,13 @@ static int64_t int_of(size_t argc, const char *const *argv) {
 static void watch_cache(const char *lua, const char *obj, const char *version) {
     const char *argv[] = {"EVAL",
                           lua,
-                          "5",
+                          "6",
                           "fg:o:app:east:shop",
                           "fg:i:app:east:shop",
                           "fg:s:app:east",
                           "fg:rv:east:deployments",
                           "fg:sync:east:deployments",
+                          "fg:pre:app:east:shop",
                           "web",
                           obj,
                           "shop",
@@ -101,7 +102,7 @@ static void watch_cache(const char *lua, const char *obj, const char *version) {
                           "east",
                           "app"};
     fg_redis_reply_t *rep = NULL;
-    ck_assert_int_eq(fg_redis_query(r, 16, argv, &rep, NULL, 0), FG_OK);
+    ck_assert_int_eq(fg_redis_query(r, sizeof argv / sizeof argv[0], argv, &rep, NULL, 0), FG_OK);
     ck_assert_int_ne(fg_redis_reply_type(rep), FG_REDIS_ERROR);
     fg_redis_reply_free(rep);
 }
@@ -217,23 +218,30 @@ START_TEST(versions_that_are_not_numbers_are_not_written_through) {
 }
 END_TEST
 
-START_TEST(pods_are_filed_under_their_app) {
+/* Pod shop/web-1 of app web at version 5, as translate makes it. */
+static const char *const pod5 = "{\"name\":\"web-1\",\"project\":\"shop\",\"cluster\":\"east\","
+                                "\"zone\":\"z1\",\"uid\":\"p\",\"version\":\"5\",\"app\":\"web\"}";
+
+/* Writes pod5 through, the pods' watch being at version 1. */
+static void through_pod5(void) {
     set_watch_rv("1");
     const char *setrv[] = {"SET", "fg:rv:east:pods", "1"};
     ck_assert_int_eq(fg_redis_command(r, 3, setrv), FG_OK);
-    const char *pod = "{\"name\":\"web-1\",\"project\":\"shop\",\"cluster\":\"east\",\"zone\":"
-                      "\"z1\",\"uid\":\"p\",\"version\":\"5\",\"app\":\"web\"}";
     fg_cache_through_t it = {.kind = "pod",
                              .cluster = "east",
                              .resource = "pods",
                              .scope = "shop",
                              .name = "web-1",
                              .app = "web",
-                             .object = pod,
+                             .object = pod5,
                              .rv = "5"};
     bool shown = false;
     ck_assert_int_eq(fg_cache_write_through(r, &it, 1, &shown), FG_OK);
     ck_assert(shown);
+}
+
+START_TEST(pods_are_filed_under_their_app) {
+    through_pod5();
     const char *a[] = {"SISMEMBER", "fg:a:east:shop:web", "web-1"},
                *ax[] = {"SISMEMBER", "fg:ax:east", "shop:web"};
     ck_assert_int_eq(int_of(3, a), 1);
@@ -282,7 +290,7 @@ static void watch_app(const char *version, int d) {
                          "4",
                          "fg:o:app:east:shop",
                          "fg:chg:shop",
-                         "fg:rv:east:deployments",
+                         "fg:pre:app:east:shop",
                          "fg:chgv:app:east:shop:web",
                          "web",
                          obj,
@@ -299,7 +307,7 @@ static void watch_app(const char *version, int d) {
                           "fg:o:app:east:shop",
                           "fg:hist:shop",
                           "fg:histx:shop",
-                          "fg:rv:east:deployments",
+                          "fg:pre:app:east:shop",
                           "web",
                           obj,
                           "App",
@@ -308,8 +316,7 @@ static void watch_app(const char *version, int d) {
                           now,
                           "2592000000",
                           "10000",
-                          "0",
-                          "watch"};
+                          "0"};
     eval(sizeof chg / sizeof chg[0], chg);
     eval(sizeof hist / sizeof hist[0], hist);
     watch_cache(fg_cache_upsert_lua, obj, version);
@@ -331,28 +338,60 @@ static bool through_app(const char *version, int d) {
     return shown;
 }
 
-/* The watch bringing the version a write-through stored (its usual echo, which the scripts
- * answer before decoding anything) records nothing again: one history entry and one change
- * stream entry per change, whichever writer came first, and an older event adds nothing. */
-START_TEST(watch_of_a_written_version_records_it_once) {
+/* The summaries of shop's history entries, sorted, joined by '|'. */
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void history_summaries(char *out, size_t n) {
+    const char *hv[] = {"HVALS", "fg:hist:shop"};
+    fg_redis_reply_t *rep = NULL;
+    ck_assert_int_eq(fg_redis_query(r, 2, hv, &rep, NULL, 0), FG_OK);
+    size_t k = fg_redis_reply_len(rep), used = 0;
+    char **sums = fg_xcalloc(k + 1, sizeof *sums);
+    for (size_t i = 0; i < k; i++) {
+        size_t len;
+        const char *s = fg_redis_reply_str(fg_redis_reply_at(rep, i), &len);
+        json_t *e = json_loadb(s, len, 0, NULL);
+        ck_assert_ptr_nonnull(e);
+        sums[i] = fg_xstrdup(json_string_value(json_object_get(e, "summary")));
+        json_decref(e);
+    }
+    qsort(sums, k, sizeof *sums, cmp_str);
+    out[0] = '\0';
+    for (size_t i = 0; i < k; i++) {
+        if (used < n)
+            used += (size_t)snprintf(out + used, n - used, "%s%s", i ? "|" : "", sums[i]);
+        free(sums[i]);
+    }
+    free(sums);
+    fg_redis_reply_free(rep);
+}
+
+/* A write's changes are the watch's to record: a write-through stores the written version and
+ * keeps what it replaced, and the watch bringing that version compares from there. One history
+ * entry and one change stream entry per change, whichever writer came first, also for two
+ * writes before the watch brought the first; a replay or an older event adds nothing. */
+START_TEST(watch_records_what_a_write_changed_once) {
     const char *hl[] = {"HLEN", "fg:hist:shop"}, *zl[] = {"ZCARD", "fg:histx:shop"},
-               *xl[] = {"XLEN", "fg:chg:shop"};
+               *xl[] = {"XLEN", "fg:chg:shop"}, *pl[] = {"HLEN", "fg:pre:app:east:shop"};
     char v[32], rv[32];
     set_watch_rv("10");
     ck_assert(through_app("11", 3)); /* created through fleetgate */
-    ck_assert_int_eq(int_of(2, hl), 1);
-    ck_assert_int_eq(int_of(2, xl), 1);
-    watch_app("11", 3); /* the watch's echo */
+    ck_assert_int_eq(int_of(2, hl), 0);
+    ck_assert_int_eq(int_of(2, xl), 0);
+    ck_assert_int_eq(int_of(2, pl), 1);
+    watch_app("11", 3); /* the watch brings it: Created, streamed */
     ck_assert_int_eq(int_of(2, hl), 1);
     ck_assert_int_eq(int_of(2, zl), 1);
     ck_assert_int_eq(int_of(2, xl), 1);
+    ck_assert_int_eq(int_of(2, pl), 0);
     cached_version(v, sizeof v);
     ck_assert_str_eq(v, "11");
     get_string("fg:rv:east:deployments", rv, sizeof rv);
     ck_assert_str_eq(rv, "11");
     ck_assert(through_app("12", 4)); /* a scale through fleetgate: ReplicasChanged */
-    ck_assert_int_eq(int_of(2, hl), 2);
-    ck_assert_int_eq(int_of(2, xl), 2);
+    ck_assert_int_eq(int_of(2, hl), 1);
     watch_app("12", 4);
     watch_app("12", 4); /* a replay */
     ck_assert_int_eq(int_of(2, hl), 2);
@@ -365,10 +404,44 @@ START_TEST(watch_of_a_written_version_records_it_once) {
     ck_assert_int_eq(int_of(2, xl), 3);
     cached_version(v, sizeof v);
     ck_assert_str_eq(v, "13");
+    /* two writes before the watch brings the first: each change once, in order */
+    ck_assert(through_app("14", 6));
+    ck_assert(through_app("15", 7));
+    watch_app("14", 6);
+    ck_assert_int_eq(int_of(2, hl), 4);
+    ck_assert_int_eq(int_of(2, xl), 4);
+    cached_version(v, sizeof v);
+    ck_assert_str_eq(v, "15");
+    watch_app("14", 6); /* a replay while the newer write waits */
+    watch_app("15", 7);
+    watch_app("15", 7);
+    ck_assert_int_eq(int_of(2, hl), 5);
+    ck_assert_int_eq(int_of(2, xl), 5);
+    ck_assert_int_eq(int_of(2, pl), 0);
+    char summaries[256];
+    history_summaries(summaries, sizeof summaries);
+    ck_assert_str_eq(summaries, "App web created (nginx:1)|replicas 3 → 4|replicas 4 → 5|"
+                                "replicas 5 → 6|replicas 6 → 7");
 }
 END_TEST
 
-/* A pod's change stream entry names its app, read from the new object. */
+/* A kept object the watch never came back for (a relist passed it, or the object was deleted)
+ * is stale: the next write-through keeps what it replaces instead, so the watch compares from
+ * the right object. */
+START_TEST(stale_kept_object_is_replaced) {
+    const char *hl[] = {"HLEN", "fg:hist:shop"};
+    set_watch_rv("10");
+    ck_assert(through_app("11", 3));
+    set_watch_rv("12");              /* a relist listed version 11 and passed it */
+    ck_assert(through_app("13", 8)); /* keeps 11, not the stale "nothing before" */
+    watch_app("13", 8);
+    char summaries[256];
+    history_summaries(summaries, sizeof summaries);
+    ck_assert_str_eq(summaries, "replicas 3 → 8");
+    ck_assert_int_eq(int_of(2, hl), 1);
+}
+END_TEST
+
 /* The change stream's app field ("a") of each entry of shop's stream, oldest first, joined by
  * commas. */
 static void stream_apps(char *out, size_t n) {
@@ -391,81 +464,61 @@ static void stream_apps(char *out, size_t n) {
     fg_redis_reply_free(rep);
 }
 
-/* A pod's change names its app: given by the caller (a write-through, a watch event), or read
- * from the object (a caller that does not give it; a deletion, from the cached object). */
-START_TEST(pod_change_names_its_app) {
-    set_watch_rv("1");
-    const char *setrv[] = {"SET", "fg:rv:east:pods", "1"};
-    ck_assert_int_eq(fg_redis_command(r, 3, setrv), FG_OK);
-    const char *pod = "{\"name\":\"web-1\",\"project\":\"shop\",\"cluster\":\"east\",\"zone\":"
-                      "\"z1\",\"uid\":\"p\",\"version\":\"5\",\"app\":\"web\"}",
-               *pod6 = "{\"name\":\"web-1\",\"project\":\"shop\",\"cluster\":\"east\",\"zone\":"
-                       "\"z1\",\"uid\":\"p\",\"version\":\"6\",\"app\":\"web\",\"ready\":true}";
-    fg_cache_through_t it = {.kind = "pod",
-                             .cluster = "east",
-                             .resource = "pods",
-                             .scope = "shop",
-                             .name = "web-1",
-                             .app = "web",
-                             .object = pod,
-                             .rv = "5"};
-    bool shown = false;
-    ck_assert_int_eq(fg_cache_write_through(r, &it, 1, &shown), FG_OK);
-    ck_assert(shown);
-    /* the change script as a caller that does not give the app (ARGV without it) */
+/* The change stream's comparison of pod shop/web-1 as the informer sends it (obj: its JSON,
+ * "" when deleted), with its app when app is not NULL, else as a caller that does not give it
+ * (ARGV without it); then the cache's write of the same event. */
+static void watch_pod_change(const char *version, const char *obj, const char *app) {
     const char *chg[] = {"EVAL",
                          fg_insight_change_lua,
                          "4",
                          "fg:o:pod:east:shop",
                          "fg:chg:shop",
-                         "fg:rv:east:pods",
+                         "fg:pre:pod:east:shop",
                          "fg:chgv:pod:east:shop:web-1",
                          "web-1",
-                         pod6,
+                         obj,
                          "Pod",
                          "east",
-                         "6",
+                         version,
                          "2026-11-24T00:00:00Z",
                          "1000",
                          "pod",
-                         "watch"};
-    eval(sizeof chg / sizeof chg[0], chg);
+                         "watch",
+                         app};
+    eval(sizeof chg / sizeof chg[0] - (app == NULL), chg);
     const char *up[] = {"EVAL",
-                        fg_cache_upsert_lua,
-                        "5",
+                        obj[0] ? fg_cache_upsert_lua : fg_cache_delete_lua,
+                        "6",
                         "fg:o:pod:east:shop",
                         "fg:i:pod:east:shop",
                         "fg:s:pod:east",
                         "fg:rv:east:pods",
                         "fg:sync:east:pods",
+                        "fg:pre:pod:east:shop",
                         "web-1",
-                        pod6,
+                        obj,
                         "shop",
-                        "6",
+                        version,
                         "1000",
                         "web",
                         "east",
                         "pod"};
     eval(sizeof up / sizeof up[0], up);
-    /* its deletion: the app from the cached object */
-    const char *del[] = {"EVAL",
-                         fg_insight_change_lua,
-                         "4",
-                         "fg:o:pod:east:shop",
-                         "fg:chg:shop",
-                         "fg:rv:east:pods",
-                         "fg:chgv:pod:east:shop:web-1",
-                         "web-1",
-                         "",
-                         "Pod",
-                         "east",
-                         "7",
-                         "2026-11-24T00:00:00Z",
-                         "1000",
-                         "pod",
-                         "watch"};
-    eval(sizeof del / sizeof del[0], del);
+}
+
+/* A pod's change names its app: given by the caller (a watch event of a pod), or read from the
+ * object (a caller that does not give it; a deletion, from the cached object). Its version
+ * written through first is streamed when the watch brings it, from what the write replaced. */
+START_TEST(pod_change_names_its_app) {
+    const char *pod6 = "{\"name\":\"web-1\",\"project\":\"shop\",\"cluster\":\"east\",\"zone\":"
+                       "\"z1\",\"uid\":\"p\",\"version\":\"6\",\"app\":\"web\",\"ready\":true}";
+    through_pod5();
     char apps[64];
+    stream_apps(apps, sizeof apps);
+    ck_assert_str_eq(apps, ""); /* the watch streams it */
+    watch_pod_change("5", pod5, "web");
+    watch_pod_change("6", pod6, NULL);
+    watch_pod_change("7", "", NULL); /* its deletion: the app from the cached object */
     stream_apps(apps, sizeof apps);
     ck_assert_str_eq(apps, "web,web,web");
 }
@@ -482,7 +535,7 @@ static int64_t watch_pod(const char *version, const char *obj) {
                           "fg:o:pod:east:shop",
                           "fg:hist:shop",
                           "fg:histx:shop",
-                          "fg:rv:east:pods",
+                          "fg:pre:pod:east:shop",
                           "web-1",
                           obj,
                           "Pod",
@@ -491,17 +544,17 @@ static int64_t watch_pod(const char *version, const char *obj) {
                           now,
                           "2592000000",
                           "10000",
-                          "0",
-                          "watch"};
+                          "0"};
     int64_t added = eval(sizeof hist / sizeof hist[0], hist);
     const char *up[] = {"EVAL",
                         obj[0] ? fg_cache_upsert_lua : fg_cache_delete_lua,
-                        "5",
+                        "6",
                         "fg:o:pod:east:shop",
                         "fg:i:pod:east:shop",
                         "fg:s:pod:east",
                         "fg:rv:east:pods",
                         "fg:sync:east:pods",
+                        "fg:pre:pod:east:shop",
                         "web-1",
                         obj,
                         "shop",
@@ -571,7 +624,8 @@ static Suite *through_suite(void) {
     tcase_add_test(tc, pods_are_filed_under_their_app);
     tcase_add_test(tc, scripts_flushed_are_loaded_again);
     tcase_add_test(tc, redis_gone_is_eio_and_nothing_shown);
-    tcase_add_test(tc, watch_of_a_written_version_records_it_once);
+    tcase_add_test(tc, watch_records_what_a_write_changed_once);
+    tcase_add_test(tc, stale_kept_object_is_replaced);
     tcase_add_test(tc, pod_change_names_its_app);
     tcase_add_test(tc, pod_history_from_its_state_only);
     suite_add_tcase(s, tc);
