@@ -134,8 +134,10 @@ typedef struct fg_fed fg_fed_t;
 int fg_fed_new(fg_fed_t **out, const fg_config_t *cfg, struct fg_redis *redis, int64_t max_age_ms);
 void fg_fed_free(fg_fed_t *fed);
 /* The current snapshot (*out, a reference: release with fg_fed_registry_release), read again
- * when older than max_age_ms or when fresh is true (after a write changed capacity). FG_OK, or
- * FG_EIO (why says so) when Redis cannot be read and no snapshot is at hand. Thread-safe. */
+ * when older than max_age_ms or when fresh is true (after a write changed capacity); one used
+ * past 3/4 of its age is read again in the background (with redis: a thread fg_fed_new starts).
+ * FG_OK, or FG_EIO (why says so) when Redis cannot be read and no snapshot is at hand.
+ * Thread-safe. */
 int fg_fed_registry_get(fg_fed_t *fed, bool fresh, const fg_fed_registry_t **out, char *why,
                         size_t whylen);
 void fg_fed_registry_release(const fg_fed_registry_t *reg);

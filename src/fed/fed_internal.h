@@ -12,8 +12,14 @@ struct fg_fed {
     const fg_config_t *cfg;
     struct fg_redis *redis;
     int64_t max_age_ms;
-    pthread_mutex_t mu; /* guards cur and its replacement */
+    pthread_mutex_t mu; /* guards cur and its replacement, and the refresher's flags */
     fg_fed_registry_t *cur;
+    /* the refresher (registry.c): reads the next snapshot in the background once the current
+     * one is past 3/4 of its max age, so no request waits for a scan while traffic keeps it in
+     * use */
+    pthread_t refresher;
+    bool refresher_started, refresh_wanted, stopping;
+    pthread_cond_t refresh_cv;
     /* the write path's Kubernetes clients, in configuration order; thread-safe, set at start */
     fg_kube_client_t *clients[FG_FED_MAX_CLUSTERS];
     size_t nclients;

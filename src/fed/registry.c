@@ -8,7 +8,11 @@
  *
  * Scanning a cluster's pods costs a parse per pod, so one snapshot serves every request for
  * max_age_ms; snapshots are immutable and reference-counted, so a request keeps its own while
- * another thread replaces the current one.
+ * another thread replaces the current one. A snapshot in use past 3/4 of its age is read again by
+ * a thread of its own (the refresher), so under traffic no request pays for a scan (its time
+ * grows with every cluster's nodes and pods); a request reads one itself only when there
+ * is none, it is past its age (no traffic kept it fresh, or the refresher failed), or it asks
+ * for a fresh one.
  */
 #include "fed_internal.h"
 
@@ -289,6 +293,40 @@ void fg_fed_registry_release(const fg_fed_registry_t *reg) {
 
 /* ---- the shared snapshot ------------------------------------------------------ */
 
+/* Makes reg the current snapshot unless a newer one is (a fresh read may have overtaken a
+ * background one); takes the reference. Under fed->mu. */
+static void install(fg_fed_t *fed, fg_fed_registry_t *reg) {
+    if (fed->cur != NULL && fed->cur->loaded_ms > reg->loaded_ms) {
+        fg_fed_registry_release(reg);
+        return;
+    }
+    fg_fed_registry_release(fed->cur);
+    fed->cur = reg;
+}
+
+static void *refresher_main(void *arg) {
+    fg_fed_t *fed = arg;
+    pthread_mutex_lock(&fed->mu);
+    while (!fed->stopping) {
+        if (!fed->refresh_wanted) {
+            pthread_cond_wait(&fed->refresh_cv, &fed->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&fed->mu);
+        fg_fed_registry_t *reg = NULL;
+        char why[256];
+        int rc = fg_fed_registry_load(fed->cfg, fed->redis, fg_wall_ms(), &reg, why, sizeof why);
+        if (rc != FG_OK)
+            fg_log(FG_LOG_WARN, NULL, "fed: reading the cluster registry: %s", why);
+        pthread_mutex_lock(&fed->mu);
+        if (rc == FG_OK)
+            install(fed, reg);
+        fed->refresh_wanted = false;
+    }
+    pthread_mutex_unlock(&fed->mu);
+    return NULL;
+}
+
 int fg_fed_new(fg_fed_t **out, const fg_config_t *cfg, fg_redis_t *redis, int64_t max_age_ms) {
     int rc = FG_OK;
     fg_fed_t *fed = fg_xcalloc(1, sizeof *fed);
@@ -296,6 +334,7 @@ int fg_fed_new(fg_fed_t **out, const fg_config_t *cfg, fg_redis_t *redis, int64_
     fed->redis = redis;
     fed->max_age_ms = max_age_ms;
     pthread_mutex_init(&fed->mu, NULL);
+    pthread_cond_init(&fed->refresh_cv, NULL);
     pthread_mutex_init(&fed->conns_mu, NULL);
     for (size_t i = 0; i < cfg->nclusters && i < FG_FED_MAX_CLUSTERS; i++) {
         fg_kube_error_t err;
@@ -306,6 +345,8 @@ int fg_fed_new(fg_fed_t **out, const fg_config_t *cfg, fg_redis_t *redis, int64_
         }
         fed->nclients = i + 1;
     }
+    if (redis != NULL && pthread_create(&fed->refresher, NULL, refresher_main, fed) == 0)
+        fed->refresher_started = true;
     *out = fed;
     fed = NULL;
 out:
@@ -323,18 +364,26 @@ fg_kube_client_t *fed_client(const fg_fed_t *fed, const char *cluster) {
 void fg_fed_free(fg_fed_t *fed) {
     if (fed == NULL)
         return;
+    if (fed->refresher_started) {
+        pthread_mutex_lock(&fed->mu);
+        fed->stopping = true;
+        pthread_cond_signal(&fed->refresh_cv);
+        pthread_mutex_unlock(&fed->mu);
+        pthread_join(fed->refresher, NULL);
+    }
     for (size_t i = 0; i < fed->nconns; i++) /* before the clients they went through */
         fg_kube_conns_free(fed->conns[i]);
     pthread_mutex_destroy(&fed->conns_mu);
     for (size_t i = 0; i < fed->nclients; i++)
         fg_kube_client_free(fed->clients[i]);
     fg_fed_registry_release(fed->cur);
+    pthread_cond_destroy(&fed->refresh_cv);
     pthread_mutex_destroy(&fed->mu);
     free(fed);
 }
 
-/* Loading happens under the lock: concurrent writers wait for one scan instead of each
- * running their own against Redis. */
+/* A request's own read happens under the lock: concurrent writers wait for one scan instead of
+ * each running their own against Redis. */
 int fg_fed_registry_get(fg_fed_t *fed, bool fresh, const fg_fed_registry_t **out, char *why,
                         size_t whylen) {
     int rc = FG_OK;
@@ -343,10 +392,12 @@ int fg_fed_registry_get(fg_fed_t *fed, bool fresh, const fg_fed_registry_t **out
     if (fresh || fed->cur == NULL || now - fed->cur->loaded_ms > fed->max_age_ms) {
         fg_fed_registry_t *reg = NULL;
         rc = fg_fed_registry_load(fed->cfg, fed->redis, now, &reg, why, whylen);
-        if (rc == FG_OK) {
-            fg_fed_registry_release(fed->cur);
-            fed->cur = reg;
-        }
+        if (rc == FG_OK)
+            install(fed, reg);
+    } else if (fed->refresher_started && !fed->refresh_wanted &&
+               now - fed->cur->loaded_ms > fed->max_age_ms * 3 / 4) {
+        fed->refresh_wanted = true; /* the next one is read while this one still serves */
+        pthread_cond_signal(&fed->refresh_cv);
     }
     if (fed->cur) {
         atomic_fetch_add(&fed->cur->refs, 1);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static tr_redis_t srv;
 static tc_t tc;
@@ -158,6 +159,38 @@ START_TEST(snapshot_shared_then_refreshed) {
 }
 END_TEST
 
+/* A snapshot in use past 3/4 of its age is read again in the background, before any request
+ * would have to read it itself. */
+START_TEST(snapshot_read_ahead_in_the_background) {
+    fill(fg_wall_ms());
+    fg_config_t *cfg = config();
+    fg_redis_t *r = NULL;
+    ck_assert_int_eq(fg_redis_new(&r, srv.url, 2, 1000), FG_OK);
+    fg_fed_t *fed = NULL;
+    ck_assert_int_eq(fg_fed_new(&fed, cfg, r, 4000), FG_OK);
+    const fg_fed_registry_t *a = NULL, *b = NULL;
+    char why[256];
+    ck_assert_int_eq(fg_fed_registry_get(fed, false, &a, why, sizeof why), FG_OK);
+    put_pod("east", "shop", "d", "n2", "Running", 2000);
+    nanosleep(&(struct timespec){3, 100000000L}, NULL); /* past 3/4 of its age, within it */
+    ck_assert_int_eq(fg_fed_registry_get(fed, false, &b, why, sizeof why), FG_OK);
+    ck_assert_ptr_eq(a, b); /* answered at once; the next one is on its way */
+    for (int i = 0; i < 70 && b == a; i++) {
+        fg_fed_registry_release(b);
+        nanosleep(&(struct timespec){0, 10000000L}, NULL);
+        ck_assert_int_eq(fg_fed_registry_get(fed, false, &b, why, sizeof why), FG_OK);
+    }
+    ck_assert_ptr_ne(a, b); /* within 0.7 s more: before the first one's age ran out (4 s) */
+    size_t n;
+    ck_assert_int_eq(fg_fed_registry_clusters(b, &n)[0].requested.cpu_milli, 5000);
+    fg_fed_registry_release(b);
+    fg_fed_registry_release(a);
+    fg_fed_free(fed);
+    fg_redis_free(r);
+    fg_config_free(cfg);
+}
+END_TEST
+
 static Suite *fed_registry_suite(void) {
     Suite *s = suite_create("fed_registry");
     TCase *tc_ = tcase_create("registry");
@@ -165,6 +198,7 @@ static Suite *fed_registry_suite(void) {
     tcase_set_timeout(tc_, 30);
     tcase_add_test(tc_, registry_reads_capacity_minus_requests);
     tcase_add_test(tc_, snapshot_shared_then_refreshed);
+    tcase_add_test(tc_, snapshot_read_ahead_in_the_background);
     suite_add_tcase(s, tc_);
     return s;
 }
