@@ -477,6 +477,73 @@ void as_mark(json_t *metadata, const json_t *shards, const char *cluster) {
     free(sh);
 }
 
+int64_t as_label_int(const json_t *labels, const char *key) {
+    const char *s = json_string_value(json_object_get(labels, key));
+    int64_t v = -1;
+    if (s == NULL || fg_parse_int64(s, strlen(s), 0, 1000000, &v) != FG_OK)
+        return -1;
+    return v;
+}
+
+/* A numeric label of a cached object, -1 when absent or not a number. */
+static int64_t label_num(const json_t *o, const char *key) {
+    return as_label_int(json_object_get(o, "labels"), key);
+}
+
+static const char *label_str(const json_t *o, const char *key) {
+    return json_string_value(json_object_get(json_object_get(o, "labels"), key));
+}
+
+static bool label_true(const json_t *o, const char *key) {
+    const char *s = label_str(o, key);
+    return s != NULL && strcmp(s, "true") == 0;
+}
+
+void as_standing(const rd_ctx_t *c, json_t *const *objs, as_standing_t *out) {
+    const json_t *last = NULL;
+    json_t *shards = NULL;
+    int64_t held = 0;
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < c->nparts; i++) {
+        const json_t *o = objs[i];
+        if (o == NULL)
+            continue;
+        if (label_true(o, AS_STOPPED_LABEL) || label_true(o, AS_DELETING_LABEL) ||
+            label_str(o, AS_WRITE_LABEL) == NULL || label_num(o, AS_SHARE_LABEL) < 0)
+            return;
+        held++;
+        if (last == NULL ||
+            rd_int(o, "fleetgateWrittenAt", 0) > rd_int(last, "fleetgateWrittenAt", 0))
+            last = o;
+    }
+    if (last == NULL)
+        return;
+    const char *write = label_str(last, AS_WRITE_LABEL);
+    bool whole = held == label_num(last, AS_SHARDS_LABEL);
+    for (size_t i = 0; i < c->nparts && whole; i++)
+        whole = objs[i] == NULL || strcmp(label_str(objs[i], AS_WRITE_LABEL), write) == 0;
+    if (!whole) { /* where the last write placed what: its shards annotation */
+        const char *t = rd_str(last, "fleetgateShards");
+        if (t == NULL || fg_json_load(t, strlen(t), &shards, NULL, 0) != FG_OK ||
+            !json_is_object(shards)) {
+            json_decref(shards);
+            return;
+        }
+    }
+    for (size_t i = 0; i < c->nparts; i++) {
+        const json_t *o = objs[i];
+        bool mine = o != NULL && strcmp(label_str(o, AS_WRITE_LABEL), write) == 0;
+        const json_t *want = json_object_get(shards, c->parts[i].conf->name);
+        out->placed[i] = mine                    ? label_num(o, AS_SHARE_LABEL)
+                         : json_is_integer(want) ? json_integer_value(want)
+                                                 : -1;
+        out->pending[i] = !mine && (o != NULL || out->placed[i] >= 0);
+        out->npending += out->pending[i];
+    }
+    json_decref(shards);
+    out->known = true;
+}
+
 /* ---- managed sidecars ----------------------------------------------------------------------- */
 
 void as_validate_sidecars(vd_t *v, const json_t *spec, const fg_config_t *cfg) {

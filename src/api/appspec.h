@@ -67,8 +67,24 @@ void as_sidecars_digest(const json_t *spec, const fg_config_t *cfg, char out[17]
 /* The first sidecar spec names that cfg's catalogue no longer holds, or NULL. */
 const char *as_sidecar_missing(const json_t *spec, const fg_config_t *cfg);
 void as_mark(json_t *metadata, const json_t *shards, const char *cluster);
+/* A numeric label (0..1000000) of labels, -1 when absent or not a number (share, shards). */
+int64_t as_label_int(const json_t *labels, const char *key);
 /* The fleetgate.io/write label of a spec (its annotation text) and shards. */
 void as_write_hash(const char *spec_text, const json_t *shards, char out[17]);
+
+/* Where each cluster of a read stands against the app's last write, from the cached Deployments
+ * alone (objs[i] belongs to c->parts[i], NULL where that cluster holds none). The last write is
+ * the newest fleetgate.io/spec-at among them; a cluster is pending while it misses that write:
+ * no Deployment where the write placed one (a write it failed), a Deployment of an older write,
+ * or one the write dropped (it goes once the cluster answers). The reconciler closes each gap
+ * (reconcile.c); replicas changed by a scaler are not a gap. */
+typedef struct {
+    bool known; /* false: stopped, being deleted or written before the labels: nothing to say */
+    int64_t placed[RD_MAX_CLUSTERS]; /* replicas the last write placed in parts[i]; -1: none */
+    bool pending[RD_MAX_CLUSTERS];
+    size_t npending;
+} as_standing_t;
+void as_standing(const rd_ctx_t *c, json_t *const *objs, as_standing_t *out);
 
 /* The tier, placement, containers and sidecars of spec (an app's or a job set's), whose JSON
  * Pointer is ptr, into v (job sets: jobsets.c). */

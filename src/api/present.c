@@ -102,15 +102,21 @@ json_t *rd_spec_containers(const json_t *list) {
 }
 
 void rd_hide_managed_labels(json_t *o) {
-    json_t *labels = json_object_get(o, "labels");
+    /* o's labels may be the cached object's own (rd_copy shares it): kept ones go to a new
+     * object, so the source keeps its labels for whoever reads them next */
+    const json_t *labels = json_object_get(o, "labels");
+    json_t *kept = json_object();
     const char *k;
     json_t *v;
-    void *tmp;
-    json_object_foreach_safe(labels, tmp, k, v) {
-        if (strncmp(k, "fleetgate.io/", 13) == 0 || strcmp(k, "app.kubernetes.io/name") == 0 ||
-            strcmp(k, "app.kubernetes.io/managed-by") == 0)
-            json_object_del(labels, k);
+    json_object_foreach((json_t *)labels, k, v) {
+        if (strncmp(k, "fleetgate.io/", 13) != 0 && strcmp(k, "app.kubernetes.io/name") != 0 &&
+            strcmp(k, "app.kubernetes.io/managed-by") != 0)
+            json_object_set(kept, k, v);
     }
-    if (labels && json_object_size(labels) == 0)
+    if (json_object_size(kept) > 0)
+        json_object_set_new(o, "labels", kept);
+    else {
         json_object_del(o, "labels");
+        json_decref(kept);
+    }
 }

@@ -112,14 +112,6 @@ void rc_apps_free(struct rc_apps *r) {
 
 /* ---- what the cache shows --------------------------------------------------------------- */
 
-static int64_t label_int(const json_t *labels, const char *key) {
-    const char *s = json_string_value(json_object_get(labels, key));
-    int64_t v = -1;
-    if (s == NULL || fg_parse_int64(s, strlen(s), 0, 1000000, &v) != FG_OK)
-        return -1;
-    return v;
-}
-
 static json_t *parse(const fg_redis_reply_t *rep) {
     size_t len;
     const char *text = fg_redis_reply_str(rep, &len);
@@ -162,8 +154,8 @@ static void file_app(const json_t *o, size_t c, app_t **apps, size_t *napps, jso
     s->stopped = stopped != NULL && strcmp(stopped, "true") == 0;
     s->deleting = deleting != NULL && strcmp(deleting, "true") == 0;
     s->desired = json_integer_value(json_object_get(json_object_get(o, "replicas"), "desired"));
-    s->share = label_int(labels, AS_SHARE_LABEL);
-    s->shards = label_int(labels, AS_SHARDS_LABEL);
+    s->share = as_label_int(labels, AS_SHARE_LABEL);
+    s->shards = as_label_int(labels, AS_SHARDS_LABEL);
     snprintf(s->write, sizeof s->write, "%s", w ? w : "");
     const char *sc = json_string_value(json_object_get(labels, AS_SIDECARS_LABEL)),
                *spec = json_string_value(json_object_get(o, "fleetgateSpec"));
@@ -723,7 +715,7 @@ static void file_cron(const json_t *o, size_t c, cron_t **crons, size_t *n, json
                *tz = json_string_value(json_object_get(o, "timeZone"));
     s->held = true;
     s->deleting = deleting != NULL && strcmp(deleting, "true") == 0;
-    s->shards = label_int(labels, AS_SHARDS_LABEL);
+    s->shards = as_label_int(labels, AS_SHARDS_LABEL);
     snprintf(s->what, sizeof s->what, "%s|%s|%s", sched ? sched : "", policy ? policy : "",
              tz ? tz : "");
 }

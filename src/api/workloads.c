@@ -6,6 +6,7 @@
  * (kinds[]) names its cache kind, its Kubernetes resource, its path parameter, its presenter and
  * the filters it takes; the list and get handlers are shared.
  */
+#include "appspec.h"
 #include "reads.h"
 
 #include <stdio.h>
@@ -103,6 +104,45 @@ static json_t *replica_counts(int64_t desired, int64_t ready, int64_t updated, i
 static const char *const app_phases[] = {"Pending", "Running", "Progressing", "Degraded",
                                          "Paused",  "Stopped", NULL};
 
+/* One cluster's entry of an app's status.clusters, with where it stands against the last write
+ * (when that is known). */
+static json_t *app_cluster(const rd_ctx_t *c, size_t i, const int64_t v[4],
+                           const as_standing_t *st) {
+    json_t *e =
+        json_pack("{s:s,s:s,s:o,s:s}", "cluster", c->parts[i].conf->name, "zone",
+                  c->parts[i].conf->zone, "replicas", replica_counts(v[0], v[1], v[2], v[3]),
+                  "state", fg_cache_freshness_name(c->parts[i].fresh.state));
+    if (st->known && st->placed[i] >= 0)
+        json_object_set_new(e, "placed", json_integer(st->placed[i]));
+    if (st->known)
+        json_object_set_new(e, "reconcile", json_string(st->pending[i] ? "Pending" : "Done"));
+    return e;
+}
+
+/* The Reconciled condition: whether every cluster holds the app's last write, and which do not
+ * (as many names as the message holds). */
+static json_t *reconciled_condition(const rd_ctx_t *c, const as_standing_t *st) {
+    char msg[512] = "every cluster holds the app's last write";
+    if (st->npending > 0) {
+        size_t len = (size_t)snprintf(msg, sizeof msg,
+                                      "the reconciler is applying the app's last write in:");
+        for (size_t i = 0, told = 0; i < c->nparts; i++) {
+            if (!st->pending[i])
+                continue;
+            const char *name = c->parts[i].conf->name;
+            if (len + strlen(name) + 32 >= sizeof msg) {
+                snprintf(msg + len, sizeof msg - len, " and %zu more", st->npending - told);
+                break;
+            }
+            len += (size_t)snprintf(msg + len, sizeof msg - len, "%s %s", told ? "," : "", name);
+            told++;
+        }
+    }
+    return json_pack("{s:s,s:s,s:s,s:s}", "type", "Reconciled", "status",
+                     st->npending ? "False" : "True", "reason",
+                     st->npending ? "ReconcilePending" : "AsPlaced", "message", msg);
+}
+
 json_t *rd_present_app(const rd_ctx_t *c, json_t *const *objs) {
     json_t *o = identity(c, objs);
     rd_hide_managed_labels(o);
@@ -113,8 +153,14 @@ json_t *rd_present_app(const rd_ctx_t *c, json_t *const *objs) {
     int64_t ztot[RD_MAX_CLUSTERS][4];
     const char *znames[RD_MAX_CLUSTERS];
     size_t nz = 0;
+    as_standing_t st;
+    as_standing(c, objs, &st);
     for (size_t i = 0; i < c->nparts; i++) {
         const json_t *a = objs[i];
+        if (a == NULL && st.known && st.placed[i] >= 0) { /* placed there, not made yet */
+            const int64_t none[4] = {0, 0, 0, 0};
+            json_array_append_new(clusters, app_cluster(c, i, none, &st));
+        }
         if (a == NULL)
             continue;
         const json_t *r = json_object_get(a, "replicas");
@@ -136,21 +182,20 @@ json_t *rd_present_app(const rd_ctx_t *c, json_t *const *objs) {
         paused = paused || json_is_true(json_object_get(a, "paused"));
         stale = stale || c->parts[i].fresh.state == FG_FRESH_STALE;
         behind = behind || rd_int(a, "observedGeneration", 0) < rd_int(a, "generation", 0);
-        json_array_append_new(
-            clusters, json_pack("{s:s,s:s,s:o,s:s}", "cluster", c->parts[i].conf->name, "zone",
-                                zone, "replicas", replica_counts(v[0], v[1], v[2], v[3]), "state",
-                                fg_cache_freshness_name(c->parts[i].fresh.state)));
+        json_array_append_new(clusters, app_cluster(c, i, v, &st));
     }
     for (size_t z = 0; z < nz; z++)
         json_array_append_new(
             zones, json_pack("{s:s,s:o}", "zone", znames[z], "replicas",
                              replica_counts(ztot[z][0], ztot[z][1], ztot[z][2], ztot[z][3])));
-    const char *phase = t[0] == 0                                                 ? "Stopped"
-                        : paused                                                  ? "Paused"
-                        : stale                                                   ? "Degraded"
-                        : !behind && t[1] >= t[0] && t[2] >= t[0] && t[3] >= t[0] ? "Running"
-                        : t[1] == 0                                               ? "Pending"
-                                                                                  : "Progressing";
+    /* every replica ready and updated, and every cluster holding the last write */
+    bool settled = !behind && st.npending == 0 && t[1] >= t[0] && t[2] >= t[0] && t[3] >= t[0];
+    const char *phase = t[0] == 0   ? "Stopped"
+                        : paused    ? "Paused"
+                        : stale     ? "Degraded"
+                        : settled   ? "Running"
+                        : t[1] == 0 ? "Pending"
+                                    : "Progressing";
     json_t *spec = json_pack("{s:I,s:o}", "replicas", (json_int_t)clamp(t[0], 0, 1000),
                              "containers", rd_spec_containers(json_object_get(f, "containers")));
     const json_t *strategy = json_object_get(f, "strategy");
@@ -169,6 +214,9 @@ json_t *rd_present_app(const rd_ctx_t *c, json_t *const *objs) {
                                   replica_counts(t[0], t[1], t[2], t[3]), "clusters", clusters,
                                   "zones", zones, "lastRolloutAt",
                                   time_over(c, objs, "restartedAt", true)));
+    if (st.known)
+        json_object_set_new(json_object_get(o, "status"), "conditions",
+                            json_pack("[o]", reconciled_condition(c, &st)));
     return o;
 }
 

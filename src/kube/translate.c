@@ -1040,6 +1040,8 @@ static const row_t app_rows[] = {
     ROW("restartedAt", "spec.template.metadata.annotations", c_map_key,
         "kubectl.kubernetes.io/restartedAt"),
     ROW("fleetgateSpec", "metadata.annotations", c_map_key, "fleetgate.io/spec"),
+    ROW("fleetgateShards", "metadata.annotations", c_map_key, "fleetgate.io/shards"),
+    ROW("fleetgateWrittenAt", "metadata.annotations", c_map_key_int, "fleetgate.io/spec-at"),
     INT("generation", "metadata.generation"),
     INT("observedGeneration", "status.observedGeneration"),
     CONDS("conditions", "status.conditions", app_conditions),

@@ -1020,6 +1020,102 @@ START_TEST(reconciler_restores_the_recorded_placement) {
 }
 END_TEST
 
+/* The app as a viewer reads it (contract-checked; a new reference). */
+static json_t *get_app(const char *name) {
+    char path[160];
+    th_resp_t r;
+    snprintf(path, sizeof path, "/v1/projects/shop/apps/%s", name);
+    ck_assert_int_eq(call("GET", path, viewer, NULL, NULL, true, &r), 200);
+    json_t *app = body_json(&r);
+    th_resp_free(&r);
+    return app;
+}
+
+/* The status.clusters entry of cluster (borrowed from app; NULL when absent). */
+static const json_t *app_part(const json_t *app, const char *cluster) {
+    size_t i;
+    const json_t *e;
+    json_array_foreach(json_object_get(json_object_get(app, "status"), "clusters"), i, e) {
+        if (strcmp(json_string_value(json_object_get(e, "cluster")), cluster) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+/* The Reconciled condition of app (borrowed; NULL when absent). */
+static const json_t *reconciled(const json_t *app) {
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(json_object_get(app, "status"), "conditions"), i, c) {
+        if (strcmp(json_string_value(json_object_get(c, "type")), "Reconciled") == 0)
+            return c;
+    }
+    return NULL;
+}
+
+/* Asserts the part of cluster: its placed replicas and reconcile state. */
+static void assert_part(const json_t *app, const char *cluster, long placed, const char *state) {
+    const json_t *e = app_part(app, cluster);
+    ck_assert_msg(e != NULL, "no part for %s", cluster);
+    ck_assert_int_eq(json_integer_value(json_object_get(e, "placed")), placed);
+    ck_assert_str_eq(json_string_value(json_object_get(e, "reconcile")), state);
+}
+
+/* A scale that one cluster refused (503) answers 502 with each cluster's outcome; the app's
+ * status shows that cluster pending, with what the write placed there, until the reconciler
+ * applies the recorded placement once the cluster answers again. */
+START_TEST(reconciler_completes_a_partial_scale_shown_in_status) {
+    create_quota_project();
+    int x = create_spread_app("pay");
+    char cx[8];
+    snprintf(cx, sizeof cx, "c%d", x);
+    json_t *app = get_app("pay");
+    assert_part(app, cx, 2, "Done");
+    assert_part(app, "c2", 2, "Done");
+    ck_assert_str_eq(json_string_value(json_object_get(reconciled(app), "status")), "True");
+    json_decref(app);
+
+    ck_assert_int_eq(tk_faults(&ks, 2, "{\"errorRate\": 1, \"errorStatus\": 503}"), 0);
+    th_resp_t r;
+    long st =
+        call("POST", "/v1/projects/shop/apps/pay:scale", dev, "{\"replicas\": 6}", NULL, true, &r);
+    ck_assert_msg(st == 502, "%ld: %s", st, r.body);
+    ck_assert_msg(strstr(r.body, "c2") != NULL, "%s", r.body);
+    th_resp_free(&r);
+    app = get_app("pay");
+    assert_part(app, cx, 3, "Done");
+    assert_part(app, "c2", 3, "Pending");
+    const json_t *cond = reconciled(app);
+    ck_assert_str_eq(json_string_value(json_object_get(cond, "status")), "False");
+    ck_assert_str_eq(json_string_value(json_object_get(cond, "reason")), "ReconcilePending");
+    ck_assert_msg(strstr(json_string_value(json_object_get(cond, "message")), "c2") != NULL, "%s",
+                  json_string_value(json_object_get(cond, "message")));
+    ck_assert_str_ne(json_string_value(json_object_get(json_object_get(app, "status"), "phase")),
+                     "Running");
+    json_decref(app);
+
+    ck_assert_int_eq(tk_faults(&ks, 2, "{}"), 0);
+    long want[3] = {-1, -1, 3}, got[3];
+    want[x] = 3;
+    ck_assert_msg(converges("pay", want, 40, got), "c0 %ld c1 %ld c2 %ld", got[0], got[1], got[2]);
+    bool done = false;
+    for (int t = 0; t < 100 && !done; t++) { /* the watch brings the reconciler's write */
+        app = get_app("pay");
+        const json_t *e = app_part(app, "c2");
+        done = e && strcmp(json_string_value(json_object_get(e, "reconcile")), "Done") == 0;
+        if (done) {
+            assert_part(app, cx, 3, "Done");
+            assert_part(app, "c2", 3, "Done");
+            ck_assert_str_eq(json_string_value(json_object_get(reconciled(app), "status")), "True");
+        }
+        json_decref(app);
+        if (!done)
+            ts_sleep_ms(100);
+    }
+    ck_assert(done);
+}
+END_TEST
+
 /* ---- Idempotency-Key ------------------------------------------------------------------------ */
 
 static long creates(void) {
@@ -1135,6 +1231,7 @@ static Suite *writes_suite(void) {
     tcase_add_test(tr, reconciler_moves_apps_off_an_unreachable_cluster);
     tcase_add_test(tr, reconciler_finishes_a_failed_delete);
     tcase_add_test(tr, reconciler_restores_the_recorded_placement);
+    tcase_add_test(tr, reconciler_completes_a_partial_scale_shown_in_status);
     suite_add_tcase(s, tr);
     TCase *tq = tcase_create("quota");
     tcase_add_checked_fixture(tq, setup, teardown);
