@@ -118,6 +118,13 @@ char *fg_json_dumps(const json_t *j, size_t *len_out);
 /* A JSON merge patch (RFC 7396) of target (borrowed, may be NULL): a new value; objects merge
  * recursively, null removes a member, anything else (arrays too) replaces. */
 json_t *fg_json_merge_patch(const json_t *target, const json_t *patch);
+/* Scanning JSON text without parsing it (to find or drop a member before the parse). Both
+ * return an index at most n. fg_json_scan_value: the index just after the value that starts at
+ * s[i] (a string, an object or array with what they nest, or a scalar up to the next , } or ]);
+ * strings and nesting are followed, nothing is validated. fg_json_scan_ws: the first index at or
+ * after i that is not JSON whitespace. */
+size_t fg_json_scan_value(const char *s, size_t n, size_t i);
+size_t fg_json_scan_ws(const char *s, size_t n, size_t i);
 /* The JSON type of a value, as error texts name it: "object", "array", "string", "integer",
  * "number" (a non-integer), "boolean" or "null"; "nothing" for NULL. A static string. */
 const char *fg_json_type_name(const json_t *j);

@@ -545,6 +545,7 @@ static void page_work(job_t *j) {
     json_t *answer = NULL;
     char err[160];
     fg_buf_init(&j->resp, SIZE_MAX);
+    j->len = fg_kube_prune_managed_fields(j->body, j->len, FG_KUBE_PRUNE_LIST);
     int rc = fg_json_load(j->body, j->len, &answer, err, sizeof err);
     free(j->body);
     j->body = NULL;
@@ -627,65 +628,27 @@ static void submit(fg_informers_t *o, job_t *j) {
     pthread_mutex_unlock(&o->qmu);
 }
 
-/* Skips one JSON value starting at s[i]; returns the index just after it (at most n). */
-static size_t skip_value(const char *s, size_t n, size_t i) {
-    int depth = 0;
-    bool in_string = false;
-    for (; i < n; i++) {
-        char ch = s[i];
-        if (in_string) {
-            if (ch == '\\') {
-                i++;
-            } else if (ch == '"') {
-                in_string = false;
-                if (depth == 0)
-                    return i + 1;
-            }
-            continue;
-        }
-        if (ch == '"') {
-            in_string = true;
-        } else if (ch == '{' || ch == '[') {
-            depth++;
-        } else if (ch == '}' || ch == ']') {
-            if (depth == 0)
-                return i; /* the end of the enclosing value */
-            if (--depth == 0)
-                return i + 1;
-        } else if (depth == 0 && ch == ',') {
-            return i;
-        }
-    }
-    return n;
-}
-
-static size_t skip_ws(const char *s, size_t n, size_t i) {
-    while (i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t'))
-        i++;
-    return i;
-}
-
 /* The list's top-level "metadata" object, parsed on its own (a new reference), or NULL. A
  * scan, not a parse: other members are skipped byte by byte, and API servers put metadata
  * before the items, so the scan stops early. */
 static json_t *list_metadata(const char *s, size_t n) {
-    size_t i = skip_ws(s, n, 0);
+    size_t i = fg_json_scan_ws(s, n, 0);
     if (i >= n || s[i] != '{')
         return NULL;
     i++;
     while (i < n) {
-        i = skip_ws(s, n, i);
+        i = fg_json_scan_ws(s, n, i);
         if (i >= n || s[i] != '"')
             return NULL;
-        size_t key = i + 1, key_end = skip_value(s, n, i);
+        size_t key = i + 1, key_end = fg_json_scan_value(s, n, i);
         if (key_end <= key || key_end > n)
             return NULL;
         key_end--; /* the closing quote */
-        i = skip_ws(s, n, key_end + 1);
+        i = fg_json_scan_ws(s, n, key_end + 1);
         if (i >= n || s[i] != ':')
             return NULL;
-        size_t v = skip_ws(s, n, i + 1);
-        size_t v_end = skip_value(s, n, v);
+        size_t v = fg_json_scan_ws(s, n, i + 1);
+        size_t v_end = fg_json_scan_value(s, n, v);
         if (key_end - key == 8 && memcmp(s + key, "metadata", 8) == 0) {
             json_t *m = NULL;
             if (fg_json_load(s + v, v_end - v, &m, NULL, 0) != FG_OK || !json_is_object(m)) {
@@ -694,7 +657,7 @@ static json_t *list_metadata(const char *s, size_t n) {
             }
             return m;
         }
-        i = skip_ws(s, n, v_end);
+        i = fg_json_scan_ws(s, n, v_end);
         if (i >= n || s[i] != ',')
             return NULL;
         i++;

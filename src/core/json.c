@@ -1,7 +1,7 @@
-/* core/json.c: loading untrusted JSON, serialising, and the one name of each JSON type for error
- * texts. jansson already refuses duplicate keys on request; the depth bound is ours, checked by
- * a pre-scan, because jansson's own limit (2048) is far deeper than any fleetgate document and
- * deep nesting costs stack in every consumer. */
+/* core/json.c: loading untrusted JSON, serialising, scanning JSON text without parsing it, and
+ * the one name of each JSON type for error texts. jansson already refuses duplicate keys on
+ * request; the depth bound is ours, checked by a pre-scan, because jansson's own limit (2048) is
+ * far deeper than any fleetgate document and deep nesting costs stack in every consumer. */
 #include "fleetgate/core.h"
 
 #include <stdio.h>
@@ -125,4 +125,43 @@ json_t *fg_json_merge_patch(const json_t *target, const json_t *patch) {
         json_object_set_new(out, k, fg_json_merge_patch(json_object_get(out, k), v));
     }
     return out;
+}
+
+/* A scan, not a validation: strings (with their escapes) and nesting are followed, nothing else
+ * is checked. */
+size_t fg_json_scan_value(const char *s, size_t n, size_t i) {
+    int depth = 0;
+    bool in_string = false;
+    for (; i < n; i++) {
+        char ch = s[i];
+        if (in_string) {
+            if (ch == '\\') {
+                i++;
+            } else if (ch == '"') {
+                in_string = false;
+                if (depth == 0)
+                    return i + 1;
+            }
+            continue;
+        }
+        if (ch == '"') {
+            in_string = true;
+        } else if (ch == '{' || ch == '[') {
+            depth++;
+        } else if (ch == '}' || ch == ']') {
+            if (depth == 0)
+                return i; /* the end of the enclosing value */
+            if (--depth == 0)
+                return i + 1;
+        } else if (depth == 0 && ch == ',') {
+            return i;
+        }
+    }
+    return n;
+}
+
+size_t fg_json_scan_ws(const char *s, size_t n, size_t i) {
+    while (i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t'))
+        i++;
+    return i;
 }

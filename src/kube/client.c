@@ -443,6 +443,11 @@ static int xfer_finish(xfer_t *x, CURLcode res, json_t **out, long *http_code,
     }
     json_t *j = NULL;
     char jerr[160];
+    if (x->a.body.data != NULL) { /* an fg_buf_t: it stays NUL-terminated */
+        x->a.body.len =
+            fg_kube_prune_managed_fields(x->a.body.data, x->a.body.len, FG_KUBE_PRUNE_OBJECT);
+        x->a.body.data[x->a.body.len] = '\0';
+    }
     if (fg_json_load(x->a.body.data ? x->a.body.data : "", x->a.body.len, &j, jerr, sizeof jerr) !=
             FG_OK ||
         !json_is_object(j)) {

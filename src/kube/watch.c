@@ -95,6 +95,8 @@ static int deliver(fg_kube_watch_parser_t *p) {
     int rc = FG_OK;
     json_t *j = NULL;
     char jerr[160];
+    p->buf.len = fg_kube_prune_managed_fields(p->buf.data, p->buf.len, FG_KUBE_PRUNE_EVENT);
+    p->buf.data[p->buf.len] = '\0'; /* an fg_buf_t stays NUL-terminated */
     if (fg_json_load(p->buf.data, p->buf.len, &j, jerr, sizeof jerr) != FG_OK) {
         rc = fail(p, FG_EINVAL, FG_KUBE_REASON_BAD_STREAM, "not JSON: %s", jerr);
         goto out;

@@ -1,0 +1,171 @@
+/* Unit tests of managedFields pruned from JSON text before it is parsed (kube/prune.c): a table
+ * of shapes (where the member sits, whitespace, escaped JSON in fieldsV1 keys, brackets inside
+ * strings), the texts it must leave alone (other members of that name, a duplicate, an escaped
+ * key, broken text), and every real fixture: the pruned text parses to exactly the original less
+ * metadata.managedFields. Fixtures are read from $FG_SHARED/fixtures/k8s (default tests/). */
+#include "fleetgate/kube.h"
+#include "testmain.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const char *name;
+    fg_kube_prune_t where;
+    const char *in;
+    const char *out; /* NULL: left as it is */
+} prune_case_t;
+
+static const prune_case_t cases[] = {
+    {"between_members", FG_KUBE_PRUNE_OBJECT,
+     "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"m\","
+     "\"fieldsV1\":{\"f:spec\":{}}}],\"uid\":\"u\"},\"spec\":{}}",
+     "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\",\"uid\":\"u\"},\"spec\":{}}"},
+    {"last_member", FG_KUBE_PRUNE_OBJECT, "{\"metadata\":{\"name\":\"a\",\"managedFields\":[]}}",
+     "{\"metadata\":{\"name\":\"a\"}}"},
+    {"only_member", FG_KUBE_PRUNE_OBJECT, "{\"metadata\":{\"managedFields\":[1]}}",
+     "{\"metadata\":{}}"},
+    {"first_member_with_whitespace", FG_KUBE_PRUNE_OBJECT,
+     " { \"metadata\" : {\n  \"managedFields\" : [ ] ,\n  \"name\" : \"a\" } } ",
+     " { \"metadata\" : {\n  \"name\" : \"a\" } } "},
+    {"escaped_json_in_fieldsv1_keys", FG_KUBE_PRUNE_OBJECT,
+     "{\"metadata\":{\"managedFields\":[{\"fieldsV1\":{\"k:{\\\"name\\\":\\\"c\\\"}\":{\".\":{}"
+     "}}}],\"name\":\"a\"}}",
+     "{\"metadata\":{\"name\":\"a\"}}"},
+    {"brackets_inside_strings", FG_KUBE_PRUNE_OBJECT,
+     "{\"metadata\":{\"annotations\":{\"x\":\"}]{[\\\"\"},\"managedFields\":[\"]}\"],\"name\":"
+     "\"a\"}}",
+     "{\"metadata\":{\"annotations\":{\"x\":\"}]{[\\\"\"},\"name\":\"a\"}}"},
+    {"watch_event", FG_KUBE_PRUNE_EVENT,
+     "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"p\",\"managedFields\":[{}],"
+     "\"resourceVersion\":\"5\"}}}",
+     "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"p\",\"resourceVersion\":\"5\"}}}"},
+    {"list_items", FG_KUBE_PRUNE_LIST,
+     "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"9\"},\"items\":[{\"metadata\":{"
+     "\"name\":\"a\",\"managedFields\":[]}}, {\"metadata\":{\"managedFields\":[],\"name\":\"b\"}},"
+     "{\"metadata\":{\"name\":\"c\"}}]}",
+     "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"9\"},\"items\":[{\"metadata\":{"
+     "\"name\":\"a\"}}, {\"metadata\":{\"name\":\"b\"}},{\"metadata\":{\"name\":\"c\"}}]}"},
+    {"empty_list", FG_KUBE_PRUNE_LIST, "{\"items\":[]}", NULL},
+    /* left alone */
+    {"elsewhere_than_metadata", FG_KUBE_PRUNE_OBJECT,
+     "{\"spec\":{\"managedFields\":[]},\"metadata\":{\"name\":\"a\"}}", NULL},
+    {"annotation_of_that_name", FG_KUBE_PRUNE_OBJECT,
+     "{\"metadata\":{\"annotations\":{\"managedFields\":\"x\"}}}", NULL},
+    {"twice_in_metadata", FG_KUBE_PRUNE_OBJECT,
+     "{\"metadata\":{\"managedFields\":[],\"name\":\"a\",\"managedFields\":[]}}", NULL},
+    {"escaped_key", FG_KUBE_PRUNE_OBJECT,
+     "{\"metadata\":{\"managed\\u0046ields\":[],\"managedFields\":[]}}", NULL},
+    {"event_without_object", FG_KUBE_PRUNE_EVENT,
+     "{\"type\":\"ADDED\",\"metadata\":{\"managedFields\":[]}}", NULL},
+    {"not_an_object", FG_KUBE_PRUNE_OBJECT, "[{\"metadata\":{\"managedFields\":[]}}]", NULL},
+    {"empty_text", FG_KUBE_PRUNE_OBJECT, "", NULL},
+    {"cut_short", FG_KUBE_PRUNE_OBJECT, "{\"metadata\":{\"managedFields\":[1,2", NULL},
+    {"no_colon", FG_KUBE_PRUNE_OBJECT, "{\"metadata\" {\"managedFields\":[]}}", NULL},
+    {"unterminated_key", FG_KUBE_PRUNE_OBJECT, "{\"metadata\":{\"managedFields", NULL},
+};
+
+START_TEST(prune_cases) {
+    const prune_case_t *c = &cases[_i];
+    size_t len = strlen(c->in);
+    char *text = fg_xstrdup(c->in);
+    size_t got = fg_kube_prune_managed_fields(text, len, c->where);
+    const char *want = c->out ? c->out : c->in;
+    ck_assert_msg(got == strlen(want) && memcmp(text, want, got) == 0, "%s: got %.*s", c->name,
+                  (int)got, text);
+    free(text);
+}
+END_TEST
+
+/* ---- real objects ------------------------------------------------------------------------- */
+
+static const char *const fixtures[] = {
+    "real-kind-v1.36.2/pod-list.00.GET.200.json",
+    "real-kind-v1.36.2/deployment-list.00.GET.200.json",
+    "real-kind-v1.36.2/job-create.00.POST.201.json",
+    "real-kind-v1.36.2/job-create.05.GET.200.json",
+    "real-kind-v1.36.2/patch-deployment.00.POST.201.json",
+    "real-kind-v1.36.2/patch-deployment.03.PATCH.200.json",
+    "real-kind-v1.36.2/watch_event-watch_pods.00.GET.200.ndjson",
+    "real-kind-v1.36.2/watch_event-watch_pods_without_initial_events.00.GET.200.ndjson",
+    "real-captures/apiserver-testdata.exemplar_pod.json",
+    "api-testdata/HEAD/apps.v1.Deployment.json",
+};
+
+static void drop_managed(json_t *obj) {
+    json_object_del(json_object_get(obj, "metadata"), "managedFields");
+}
+
+/* Prunes one document of len bytes at text as where says and checks that it parses to the
+ * original less its managedFields; returns the bytes cut. */
+static size_t check_document(const char *rel, const char *text, size_t len, fg_kube_prune_t where) {
+    json_t *orig = NULL, *pruned = NULL;
+    char err[160];
+    ck_assert_msg(fg_json_load(text, len, &orig, err, sizeof err) == FG_OK, "%s: %s", rel, err);
+    char *copy = fg_xmalloc(len + 1);
+    memcpy(copy, text, len);
+    size_t n = fg_kube_prune_managed_fields(copy, len, where);
+    ck_assert_msg(fg_json_load(copy, n, &pruned, err, sizeof err) == FG_OK, "%s: pruned: %s", rel,
+                  err);
+    size_t i;
+    json_t *item;
+    if (where == FG_KUBE_PRUNE_LIST)
+        json_array_foreach(json_object_get(orig, "items"), i, item) drop_managed(item);
+    else
+        drop_managed(where == FG_KUBE_PRUNE_EVENT ? json_object_get(orig, "object") : orig);
+    ck_assert_msg(json_equal(orig, pruned), "%s: the pruned text parses to something else", rel);
+    json_decref(orig);
+    json_decref(pruned);
+    free(copy);
+    return len - n;
+}
+
+START_TEST(real_objects_lose_their_managed_fields_only) {
+    size_t cut = 0, before = 0;
+    for (size_t f = 0; f < sizeof fixtures / sizeof fixtures[0]; f++) {
+        const char *shared = getenv("FG_SHARED");
+        char *path = fg_xasprintf("%s/fixtures/k8s/%s", shared ? shared : "tests", fixtures[f]);
+        char *data = NULL;
+        size_t len = 0;
+        ck_assert_msg(fg_read_file(path, 64u << 20, &data, &len) == FG_OK, "cannot read %s", path);
+        before += len;
+        if (strstr(fixtures[f], ".ndjson") != NULL) {
+            for (char *line = data, *nl; line < data + len; line = nl + 1) {
+                nl = memchr(line, '\n', (size_t)(data + len - line));
+                if (nl == NULL)
+                    nl = data + len;
+                if (nl > line)
+                    cut +=
+                        check_document(fixtures[f], line, (size_t)(nl - line), FG_KUBE_PRUNE_EVENT);
+            }
+        } else {
+            json_t *probe = NULL;
+            ck_assert_int_eq(fg_json_load(data, len, &probe, NULL, 0), FG_OK);
+            fg_kube_prune_t where = json_is_array(json_object_get(probe, "items"))
+                                        ? FG_KUBE_PRUNE_LIST
+                                        : FG_KUBE_PRUNE_OBJECT;
+            json_decref(probe);
+            cut += check_document(fixtures[f], data, len, where);
+        }
+        free(data);
+        free(path);
+    }
+    /* the fixtures are real objects: managedFields are about a third of their bytes */
+    ck_assert_msg(cut * 5 > before, "cut %zu of %zu bytes", cut, before);
+}
+END_TEST
+
+static Suite *kube_prune_suite(void) {
+    Suite *s = suite_create("kube_prune");
+    TCase *tc = tcase_create("prune");
+    tcase_add_loop_test(tc, prune_cases, 0, (int)(sizeof cases / sizeof cases[0]));
+    tcase_add_test(tc, real_objects_lose_their_managed_fields_only);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    return tm_run(kube_prune_suite());
+}
