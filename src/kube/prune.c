@@ -69,40 +69,58 @@ static bool find_member(const char *s, size_t n, size_t obj, const char *key, si
     return found;
 }
 
-/* Cuts s[from, to) out of the text; returns the new length. */
-static size_t cut(char *s, size_t n, size_t from, size_t to) {
-    memmove(s + from, s + to, n - to);
-    return n - (to - from);
-}
-
-/* Prunes the object whose '{' is at s[obj]; returns the new length. */
-static size_t prune_object(char *s, size_t n, size_t obj) {
+/* Where the managedFields member of the object whose '{' is at s[obj] lies, with the comma that
+ * goes with it: s[*from, *to) is to be cut. False when there is nothing to cut. */
+static bool find_cut(const char *s, size_t n, size_t obj, size_t *from, size_t *to) {
     member_t meta, mf;
     size_t comma;
     if (!find_member(s, n, obj, "metadata", 8, false, &meta, &comma) ||
         !find_member(s, n, meta.value, "managedFields", 13, true, &mf, &comma))
-        return n;
-    if (s[mf.next] == ',') /* the member and the comma after it */
-        return cut(s, n, mf.key, fg_json_scan_ws(s, n, mf.next + 1));
-    if (comma != 0) /* the last member: the comma before it and the member */
-        return cut(s, n, comma, mf.value_end);
-    return cut(s, n, mf.key, mf.value_end); /* the only member */
+        return false;
+    if (s[mf.next] == ',') { /* the member and the comma after it */
+        *from = mf.key;
+        *to = fg_json_scan_ws(s, n, mf.next + 1);
+    } else if (comma != 0) { /* the last member: the comma before it and the member */
+        *from = comma;
+        *to = mf.value_end;
+    } else { /* the only member */
+        *from = mf.key;
+        *to = mf.value_end;
+    }
+    return true;
 }
 
-/* Prunes every object element of the array whose '[' is at s[arr]; returns the new length. */
+/* Prunes the object whose '{' is at s[obj]; returns the new length. */
+static size_t prune_object(char *s, size_t n, size_t obj) {
+    size_t from, to;
+    if (!find_cut(s, n, obj, &from, &to))
+        return n;
+    memmove(s + from, s + to, n - to);
+    return n - (to - from);
+}
+
+/* Prunes every object element of the array whose '[' is at s[arr]; returns the new length.
+ * The text is compacted as the scan goes (what is kept moves down over what was cut, always
+ * below where the scan reads), so a page costs one pass, not one move of its tail per item. */
 static size_t prune_items(char *s, size_t n, size_t arr) {
+    size_t kept = 0, read = 0; /* s[0, kept) is final; s[read, n) is still the original text */
     if (arr >= n || s[arr] != '[')
         return n;
-    size_t i = fg_json_scan_ws(s, n, arr + 1);
+    size_t i = fg_json_scan_ws(s, n, arr + 1), from, to;
     while (i < n && s[i] != ']') {
-        if (s[i] == '{')
-            n = prune_object(s, n, i);
+        /* the item is scanned whole before anything moves: s[i, n) is still as it came */
         size_t end = fg_json_scan_ws(s, n, fg_json_scan_value(s, n, i));
+        if (s[i] == '{' && find_cut(s, n, i, &from, &to)) {
+            memmove(s + kept, s + read, from - read);
+            kept += from - read;
+            read = to;
+        }
         if (end >= n || s[end] != ',')
             break;
         i = fg_json_scan_ws(s, n, end + 1);
     }
-    return n;
+    memmove(s + kept, s + read, n - read);
+    return kept + (n - read);
 }
 
 size_t fg_kube_prune_managed_fields(char *text, size_t len, fg_kube_prune_t where) {
@@ -110,7 +128,7 @@ size_t fg_kube_prune_managed_fields(char *text, size_t len, fg_kube_prune_t wher
     member_t m;
     switch (where) {
         case FG_KUBE_PRUNE_OBJECT:
-            return top < len && text[top] == '{' ? prune_object(text, len, top) : len;
+            return prune_object(text, len, top);
         case FG_KUBE_PRUNE_EVENT:
             return find_member(text, len, top, "object", 6, false, &m, &comma)
                        ? prune_object(text, len, m.value)

@@ -48,6 +48,12 @@ static const prune_case_t cases[] = {
      "{\"metadata\":{\"name\":\"c\"}}]}",
      "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"9\"},\"items\":[{\"metadata\":{"
      "\"name\":\"a\"}}, {\"metadata\":{\"name\":\"b\"}},{\"metadata\":{\"name\":\"c\"}}]}"},
+    {"list_compacted_in_one_pass", FG_KUBE_PRUNE_LIST,
+     "{\"items\":[{\"metadata\":{\"managedFields\":[{\"f:a\":{}},{\"f:b\":{}}],\"name\":\"a\"}},"
+     "{\"metadata\":{\"name\":\"b\",\"managedFields\":[{\"x\":\"]}\"}]},\"spec\":{\"n\":1}},"
+     "7,{\"metadata\":{\"name\":\"c\"}},{\"metadata\":{\"managedFields\":[[[]]]}}]}",
+     "{\"items\":[{\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"name\":\"b\"},\"spec\":{"
+     "\"n\":1}},7,{\"metadata\":{\"name\":\"c\"}},{\"metadata\":{}}]}"},
     {"empty_list", FG_KUBE_PRUNE_LIST, "{\"items\":[]}", NULL},
     /* left alone */
     {"elsewhere_than_metadata", FG_KUBE_PRUNE_OBJECT,
@@ -94,6 +100,10 @@ static const char *const fixtures[] = {
     "api-testdata/HEAD/apps.v1.Deployment.json",
 };
 
+static bool has_managed(const json_t *obj) {
+    return json_object_get(json_object_get(obj, "metadata"), "managedFields") != NULL;
+}
+
 static void drop_managed(json_t *obj) {
     json_object_del(json_object_get(obj, "metadata"), "managedFields");
 }
@@ -111,10 +121,17 @@ static size_t check_document(const char *rel, const char *text, size_t len, fg_k
                   err);
     size_t i;
     json_t *item;
-    if (where == FG_KUBE_PRUNE_LIST)
+    if (where == FG_KUBE_PRUNE_LIST) {
         json_array_foreach(json_object_get(orig, "items"), i, item) drop_managed(item);
-    else
+        json_array_foreach(json_object_get(pruned, "items"), i, item) {
+            ck_assert_msg(!has_managed(item), "%s: item %zu kept its managedFields", rel, i);
+        }
+    } else {
         drop_managed(where == FG_KUBE_PRUNE_EVENT ? json_object_get(orig, "object") : orig);
+        ck_assert_msg(
+            !has_managed(where == FG_KUBE_PRUNE_EVENT ? json_object_get(pruned, "object") : pruned),
+            "%s: managedFields kept", rel);
+    }
     ck_assert_msg(json_equal(orig, pruned), "%s: the pruned text parses to something else", rel);
     json_decref(orig);
     json_decref(pruned);
