@@ -54,7 +54,11 @@
 #define RC_SETTLE_MS     (RC_DEADLINE_MS + 2000)
 #define RC_REQUESTED_BY  "fleetgate-reconciler"
 #define RC_MAX_APPS_PASS 100 /* apps read from the clusters per pass (the rest: next pass) */
-#define MANAGED_BY       "app.kubernetes.io/managed-by"
+/* How long a scheduled cron run waits for its Job in every cluster of its cron job before it is
+ * admitted or held with the Jobs it has: a cluster whose controller missed the minute (down,
+ * or its clock a minute apart) never makes its share, and the others must not wait forever. */
+#define RC_RUN_WHOLE_MS 30000
+#define MANAGED_BY      "app.kubernetes.io/managed-by"
 
 struct rc_apps {
     fg_api_t *api;
@@ -1029,6 +1033,7 @@ static size_t patch_waiting(struct rc_apps *r, const fleet_t *f, const run_t *ru
 static void admit_pass(struct rc_apps *r, const fleet_t *f) {
     run_t *runs = NULL;
     size_t n = 0, looked = 0;
+    int64_t now = fg_wall_ms();
     if (read_runs(r, f->n, &runs, &n) != FG_OK) {
         free(runs);
         return;
@@ -1036,7 +1041,9 @@ static void admit_pass(struct rc_apps *r, const fleet_t *f) {
     if (n > 1)
         qsort(runs, n, sizeof *runs, cmp_runs);
     /* a run is whole once its Jobs are in every cluster holding its cron job: the clusters'
-     * controllers start them each on its own, and half a run must not take the quota */
+     * controllers start them each on its own, and half a run must not take the quota (unless
+     * the rest has not come in RC_RUN_WHOLE_MS: then it is judged with the Jobs it has, and a
+     * share that comes later is admitted with the whole run's demand, the reservation replaced) */
     cron_t *crons = NULL;
     size_t ncrons = 0;
     json_t *shards = json_object();
@@ -1076,7 +1083,10 @@ static void admit_pass(struct rc_apps *r, const fleet_t *f) {
         snprintf(key, sizeof key, "%s/%s", run->project, run->cron);
         for (size_t c = 0; c < f->n; c++)
             have += run->at[c].held;
-        if ((json_int_t)have < json_integer_value(json_object_get(shards, key)) ||
+        int64_t created = 0;
+        bool young = fg_parse_time_ms(run->created, strlen(run->created), &created) != FG_OK ||
+                     now - created < RC_RUN_WHOLE_MS;
+        if (((json_int_t)have < json_integer_value(json_object_get(shards, key)) && young) ||
             looked++ >= RC_MAX_APPS_PASS)
             continue;
         json_t *proj = json_object_get(projects, run->project);
