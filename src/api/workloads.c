@@ -6,6 +6,7 @@
  * (kinds[]) names its cache kind, its Kubernetes resource, its path parameter, its presenter and
  * the filters it takes; the list and get handlers are shared.
  */
+#include "api_internal.h"
 #include "appspec.h"
 #include "reads.h"
 
@@ -143,6 +144,26 @@ static json_t *reconciled_condition(const rd_ctx_t *c, const as_standing_t *st) 
                      st->npending ? "ReconcilePending" : "AsPlaced", "message", msg);
 }
 
+/* The SidecarsAvailable condition (False, SidecarRemoved) when the app asks for a sidecar the
+ * catalogue as the request found it no longer holds: the app keeps running its last definition
+ * (README, "Reloading the config"), and says so. NULL otherwise, or when there is no request. */
+static json_t *sidecar_condition(const rd_ctx_t *c, const json_t *app) {
+    const char *text = rd_str(app, "fleetgateSpec");
+    json_t *spec = NULL, *cond = NULL;
+    /* only apps with sidecars pay for the parse */
+    if (c->req == NULL || text == NULL || strstr(text, "\"sidecars\"") == NULL ||
+        fg_json_load(text, strlen(text), &spec, NULL, 0) != FG_OK)
+        return NULL;
+    const char *gone = as_sidecar_missing(spec, api_live_cfg(c->req));
+    if (gone)
+        cond = json_pack("{s:s,s:s,s:s,s:s++}", "type", "SidecarsAvailable", "status", "False",
+                         "reason", "SidecarRemoved", "message", "sidecar ", gone,
+                         " is no longer in the catalogue: the app keeps running its last "
+                         "definition of it");
+    json_decref(spec);
+    return cond;
+}
+
 json_t *rd_present_app(const rd_ctx_t *c, json_t *const *objs) {
     json_t *o = identity(c, objs);
     rd_hide_managed_labels(o);
@@ -214,9 +235,15 @@ json_t *rd_present_app(const rd_ctx_t *c, json_t *const *objs) {
                                   replica_counts(t[0], t[1], t[2], t[3]), "clusters", clusters,
                                   "zones", zones, "lastRolloutAt",
                                   time_over(c, objs, "restartedAt", true)));
+    json_t *conds = json_array(), *gone = sidecar_condition(c, f);
     if (st.known)
-        json_object_set_new(json_object_get(o, "status"), "conditions",
-                            json_pack("[o]", reconciled_condition(c, &st)));
+        json_array_append_new(conds, reconciled_condition(c, &st));
+    if (gone)
+        json_array_append_new(conds, gone);
+    if (json_array_size(conds))
+        json_object_set_new(json_object_get(o, "status"), "conditions", conds);
+    else
+        json_decref(conds);
     return o;
 }
 

@@ -137,6 +137,33 @@ static int cmp(const void *a, const void *b) {
 }
 
 /* Runs the workers; prints and returns p50/p99. */
+/* The CPU (s) the stack has spent so far: both fleetgate replicas, kubesim, Redis; and when. */
+typedef struct {
+    double cpu[3], wall;
+} stack_cpu_t;
+
+static void stack_cpu(const pid_t d[2], pid_t redis_pid, stack_cpu_t *out) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    out->cpu[0] = cpu_s(d[0]) + cpu_s(d[1]);
+    out->cpu[1] = cpu_s(ks.pid);
+    out->cpu[2] = cpu_s(redis_pid);
+    out->wall = (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* How many cores the stack kept busy between a and b, against the machine's: when it nears
+ * them, requests queue for a core and the p99 measures the machine, not fleetgate's path. */
+static void busy(const char *what, const stack_cpu_t *a, const stack_cpu_t *b) {
+    double wall = b->wall - a->wall, all = 0;
+    for (int i = 0; i < 3; i++)
+        all += b->cpu[i] - a->cpu[i];
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("cores busy during the %s: %.2f of %ld (fleetgate %.2f, kubesim %.2f, redis %.2f)%s\n",
+           what, all / wall, cores, (b->cpu[0] - a->cpu[0]) / wall, (b->cpu[1] - a->cpu[1]) / wall,
+           (b->cpu[2] - a->cpu[2]) / wall,
+           all / wall > 0.8 * (double)cores ? ": saturated, latencies are queueing" : "");
+}
+
 static void run(const char *what, bool direct, double *p50, double *p99, int *errors) {
     worker_t w[THREADS];
     pthread_t th[THREADS];
@@ -257,14 +284,20 @@ int main(int argc, char **argv) {
            THREADS, rate, seconds);
     double f50, f99, d50, d99;
     int ferr, derr;
-    double cpu0 = cpu_s(d[0]) + cpu_s(d[1]), k0 = cpu_s(ks.pid), r0 = cpu_s(redis.pid);
+    stack_cpu_t before, after;
+    stack_cpu(d, redis.pid, &before);
     run("scale through fleetgate (2 replicas)", false, &f50, &f99, &ferr);
-    double cpu1 = cpu_s(d[0]) + cpu_s(d[1]), k1 = cpu_s(ks.pid), r1 = cpu_s(redis.pid),
-           n = (double)rate * seconds;
+    stack_cpu(d, redis.pid, &after);
     /* CPU per scale is what load on the machine changes least: the figure to compare builds */
+    double n = (double)rate * seconds;
     printf("CPU per scale: fleetgate (both replicas) %.2f ms, kubesim %.2f ms, redis %.2f ms\n",
-           (cpu1 - cpu0) * 1e3 / n, (k1 - k0) * 1e3 / n, (r1 - r0) * 1e3 / n);
+           (after.cpu[0] - before.cpu[0]) * 1e3 / n, (after.cpu[1] - before.cpu[1]) * 1e3 / n,
+           (after.cpu[2] - before.cpu[2]) * 1e3 / n);
+    busy("fleetgate run", &before, &after);
+    stack_cpu(d, redis.pid, &before);
     run("replicas patch straight to kubesim", true, &d50, &d99, &derr);
+    stack_cpu(d, redis.pid, &after);
+    busy("direct run", &before, &after);
     printf("ratio fleetgate / direct: p50 %.2f  p99 %.2f   (goal: p99 < 50 ms, no error)\n",
            f50 / d50, f99 / d99);
     for (int i = 0; i < 2; i++)

@@ -544,6 +544,29 @@ START_TEST(catalogue_change_rolls_the_apps_using_it_at_a_bounded_rate) {
         free(img);
         json_decref(o);
     }
+    /* the app's status says so (the contract checks the answer); an app without it does not */
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/apps/m0", dev, NULL, true, &r), 200);
+    json_t *app = NULL;
+    ck_assert_int_eq(fg_json_load(r.body, r.len, &app, NULL, 0), FG_OK);
+    th_resp_free(&r);
+    const json_t *conds = json_object_get(json_object_get(app, "status"), "conditions"), *gone;
+    size_t i;
+    bool said = false;
+    json_array_foreach(conds, i, gone) {
+        if (strcmp(json_string_value(json_object_get(gone, "type")), "SidecarsAvailable"))
+            continue;
+        ck_assert_str_eq(json_string_value(json_object_get(gone, "status")), "False");
+        ck_assert_str_eq(json_string_value(json_object_get(gone, "reason")), "SidecarRemoved");
+        ck_assert_msg(strstr(json_string_value(json_object_get(gone, "message")),
+                             "sidecar envoy is no longer in the catalogue"),
+                      "%s", json_string_value(json_object_get(gone, "message")));
+        said = true;
+    }
+    ck_assert_msg(said, "m0's status does not say envoy is gone");
+    json_decref(app);
+    ck_assert_int_eq(call("GET", "/v1/projects/shop/apps/lg", dev, NULL, true, &r), 200);
+    ck_assert_ptr_null(strstr(r.body, "SidecarsAvailable"));
+    th_resp_free(&r);
 }
 END_TEST
 

@@ -230,9 +230,19 @@ def run_checks(api):
 
     @check("scale by replace (Scale body)")
     def _():
-        s = apps.read_namespaced_deployment_scale("pyweb", NS)
-        s.spec.replicas = 1
-        apps.replace_namespaced_deployment_scale("pyweb", NS, s)
+        # a read-modify-write of a live object: the controllers still write the Deployment's
+        # status after the scale above, so a replace may meet a newer resourceVersion (409),
+        # and a client retries from a fresh read, as client-go's RetryOnConflict does
+        for attempt in range(20):
+            s = apps.read_namespaced_deployment_scale("pyweb", NS)
+            s.spec.replicas = 1
+            try:
+                apps.replace_namespaced_deployment_scale("pyweb", NS, s)
+                break
+            except client.exceptions.ApiException as e:
+                if e.status != 409 or attempt == 19:
+                    raise
+                time.sleep(0.1)
         assert apps.read_namespaced_deployment("pyweb", NS).spec.replicas == 1
 
     @check("status clears: unavailableReplicas goes when all are available")
