@@ -1546,16 +1546,16 @@ START_TEST(cron_run_one_cluster_never_made_is_admitted_with_what_it_has) {
     th_resp_free(&r);
     ck_assert_int_eq(tk_call(&ks, 2, "POST", "/_kubesim/clock", "{\"offsetSeconds\": -120}", NULL),
                      200);
-    long long minute = move_clocks_but(61, 2);
-    char path[192];
-    snprintf(path, sizeof path, "/v1/projects/shop/jobsets/tally-%lld", minute);
+    char run[64], path[192];
+    snprintf(run, sizeof run, "tally-%lld", move_clocks_but(61, 2));
+    snprintf(path, sizeof path, "/v1/projects/shop/jobsets/%s", run);
     /* held while the other cluster may still make its share: c0's Job waits, suspended */
     json_t *js = poll_get(path, has_phase, "Pending", 10000);
     ck_assert_msg(js && has_phase(js, "Pending"), "no run in c0: %s", js ? phase_of(js) : "(none)");
     ck_assert_int_eq(json_array_size(json_object_get(json_object_get(js, "status"), "clusters")),
                      1);
     json_decref(js);
-    ck_assert(ks_job_suspended(0, path + strlen("/v1/projects/shop/jobsets/")));
+    ck_assert(ks_job_suspended(0, run));
     /* then admitted with the Job it has */
     js = poll_get(path, has_phase, "Succeeded", 45000);
     ck_assert_msg(js && has_phase(js, "Succeeded"), "the run was never admitted: %s",
