@@ -42,4 +42,15 @@ typedef enum {
 fg_refusal_how_t fg_http_library_refusal(struct MHD_Connection *conn, unsigned status,
                                          struct MHD_Response **out);
 
+/* listen.c: a listening socket whose connections go to a libmicrohttpd daemon started with
+ * MHD_USE_NO_LISTEN_SOCKET. Open binds and listens (FG_EIO, logged, when it cannot; *bound is
+ * the port, the chosen one for port 0); serve starts the thread that accepts; close stops it and
+ * closes the socket, after which connecting is refused. The caller owns the listener until
+ * close, which frees it and must come before MHD_stop_daemon. */
+typedef struct fg_http_listener fg_http_listener_t;
+int fg_http_listener_open(const char *host, uint16_t port, fg_http_listener_t **out,
+                          uint16_t *bound);
+int fg_http_listener_serve(fg_http_listener_t *l, struct MHD_Daemon *mhd);
+void fg_http_listener_close(fg_http_listener_t *l);
+
 #endif

@@ -32,9 +32,10 @@
  * place. So the pool only needs to hold a head of HEAD_MAX: MHD zeroes the whole pool after
  * every request, and at 128 KiB that was 70% of the instructions of a cached GET.
  *
- * Draining: fg_http_server_begin_drain() stops accepting connections (MHD_quiesce_daemon);
- * requests admitted before keep going, requests arriving on open connections get 503 with
- * "Connection: close", and the caller waits for fg_http_server_in_flight() to reach zero.
+ * Draining: fg_http_server_begin_drain() stops accepting connections (it closes the listening
+ * sockets, which are fleetgate's: listen.c says why); requests admitted before keep going,
+ * requests arriving on open connections get 503 with "Connection: close", and the caller waits
+ * for fg_http_server_in_flight() to reach zero.
  */
 #include "http_internal.h"
 
@@ -57,7 +58,8 @@
 
 struct fg_http_server {
     struct MHD_Daemon *mhd;
-    struct MHD_Daemon *mhd_tls; /* the TLS listener; NULL when none */
+    struct MHD_Daemon *mhd_tls;                  /* the TLS listener; NULL when none */
+    fg_http_listener_t *listener, *listener_tls; /* the sockets (listen.c); NULL once drained */
     uint16_t tls_port;
     fg_router_t *router;
     fg_http_options_t opts;
@@ -1434,33 +1436,23 @@ static void *watchdog_main(void *arg) {
 
 /* One MHD daemon on host:port with every callback of the server; with cert_pem and key_pem it
  * speaks TLS (GnuTLS inside libmicrohttpd: suspend/resume and upgrades work the same, MHD
- * relays an upgraded TLS socket through a socket pair). FG_EIO when it cannot listen. */
+ * relays an upgraded TLS socket through a socket pair). The socket is fleetgate's (listen.c),
+ * MHD only serves the connections accepted on it. FG_EIO when it cannot listen. */
 static int start_listener(fg_http_server_t *srv, const char *host, uint16_t port,
                           const char *cert_pem, const char *key_pem, struct MHD_Daemon **out,
-                          uint16_t *bound) {
+                          fg_http_listener_t **listener, uint16_t *bound) {
     const fg_http_options_t *opts = &srv->opts;
-    struct addrinfo *ai = NULL;
-    char portstr[8];
-    snprintf(portstr, sizeof portstr, "%u", (unsigned)port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-    int gai = getaddrinfo(host, portstr, &hints, &ai);
-    if (gai != 0) {
-        fg_log(FG_LOG_ERROR, NULL, "listen %s:%s: %s", host, portstr, gai_strerror(gai));
+    if (fg_http_listener_open(host, port, listener, bound) != FG_OK)
         return FG_EIO;
-    }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG;
-    if (ai->ai_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
+    /* MHD_USE_ITC: a worker learns of a connection handed to it at once, not at its next wake. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET |
+                     MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG;
     struct MHD_OptionItem tls[] = {{MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)key_pem},
                                    {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cert_pem},
                                    {MHD_OPTION_END, 0, NULL}};
     if (cert_pem) {
         if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
             fg_log(FG_LOG_ERROR, NULL, "this libmicrohttpd is built without TLS");
-            freeaddrinfo(ai);
             return FG_EIO;
         }
         flags |= MHD_USE_TLS;
@@ -1468,24 +1460,19 @@ static int start_listener(fg_http_server_t *srv, const char *host, uint16_t port
         tls[0].option = MHD_OPTION_END;
     }
     *out = MHD_start_daemon(
-        flags, port, NULL, NULL, on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MHD_POOL_BYTES, MHD_OPTION_SOCK_ADDR,
-        ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(opts->workers > 1 ? opts->workers : 0),
-        MHD_OPTION_CONNECTION_LIMIT, opts->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-        opts->connection_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, opts->max_connections_per_client,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
-    freeaddrinfo(ai);
+        flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MHD_POOL_BYTES, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)(opts->workers > 1 ? opts->workers : 0), MHD_OPTION_CONNECTION_LIMIT,
+        opts->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, opts->connection_timeout_s,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+        srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        opts->max_connections_per_client, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
     if (*out == NULL) {
-        fg_log(FG_LOG_ERROR, NULL, "cannot listen on %s:%u%s (in use, not an address here%s)", host,
-               (unsigned)port, cert_pem ? " with TLS" : "",
-               cert_pem ? ", or a certificate and key that do not load or match" : "");
+        fg_log(FG_LOG_ERROR, NULL, "cannot serve %s:%u%s", host, (unsigned)port,
+               cert_pem ? " with TLS (a certificate and key that do not load or match?)" : "");
         return FG_EIO;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(*out, MHD_DAEMON_INFO_BIND_PORT);
-    *bound = info ? info->port : port;
-    return FG_OK;
+    return fg_http_listener_serve(*listener, *out) == FG_OK ? FG_OK : FG_EIO;
 }
 
 int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
@@ -1529,10 +1516,11 @@ int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
     }
 
     own_daemon_add(srv); /* before the listeners accept: their refusals are fleetgate's */
-    if (start_listener(srv, opts->host, opts->port, NULL, NULL, &srv->mhd, &srv->port) != FG_OK ||
+    if (start_listener(srv, opts->host, opts->port, NULL, NULL, &srv->mhd, &srv->listener,
+                       &srv->port) != FG_OK ||
         (opts->tls_cert_pem &&
          start_listener(srv, opts->tls_host, opts->tls_port, opts->tls_cert_pem, opts->tls_key_pem,
-                        &srv->mhd_tls, &srv->tls_port) != FG_OK)) {
+                        &srv->mhd_tls, &srv->listener_tls, &srv->tls_port) != FG_OK)) {
         rc = FG_EIO;
         goto out;
     }
@@ -1564,12 +1552,9 @@ uint16_t fg_http_server_tls_port(const fg_http_server_t *s) {
 void fg_http_server_begin_drain(fg_http_server_t *s) {
     if (atomic_exchange(&s->draining, true))
         return;
-    MHD_socket fd = MHD_quiesce_daemon(s->mhd);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
-    fd = s->mhd_tls ? MHD_quiesce_daemon(s->mhd_tls) : MHD_INVALID_SOCKET;
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
+    fg_http_listener_close(s->listener);
+    fg_http_listener_close(s->listener_tls);
+    s->listener = s->listener_tls = NULL;
 }
 
 bool fg_http_server_draining(const fg_http_server_t *s) {
@@ -1590,6 +1575,8 @@ void fg_http_server_free(fg_http_server_t *s) {
         pthread_mutex_unlock(&s->conns_mu);
         pthread_join(s->watchdog, NULL);
     }
+    fg_http_listener_close(s->listener); /* no new connection reaches a stopping daemon */
+    fg_http_listener_close(s->listener_tls);
     if (s->mhd)
         MHD_stop_daemon(s->mhd);
     if (s->mhd_tls)

@@ -10,6 +10,8 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,6 +352,66 @@ START_TEST(drain_finishes_admitted_request_and_refuses_new_ones) {
     for (int i = 0; i < 100 && fg_http_server_in_flight(srv) > 0; i++)
         usleep(10 * 1000);
     ck_assert_uint_eq(fg_http_server_in_flight(srv), 0);
+}
+END_TEST
+
+/* Connections keep arriving, each a request, until *stop. */
+typedef struct {
+    uint16_t port;
+    atomic_bool stop;
+    atomic_uint answered;
+} hammer_t;
+
+static void *hammer_main(void *arg) {
+    hammer_t *h = arg;
+    static const char req[] = "GET /v1/projects/h HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    while (!atomic_load(&h->stop)) {
+        int fd = th_connect(h->port);
+        if (fd < 0)
+            continue;
+        char buf[1024];
+        if (send(fd, req, sizeof req - 1, MSG_NOSIGNAL) == (ssize_t)(sizeof req - 1) &&
+            th_read_all(fd, buf, sizeof buf, 1000) > 0)
+            atomic_fetch_add(&h->answered, 1);
+        close(fd);
+    }
+    return NULL;
+}
+
+/* A drain while connections keep arriving on every worker. The listening socket is
+ * fleetgate's, so stopping it shares nothing with libmicrohttpd's workers: MHD_quiesce_daemon,
+ * used before, raced them for the socket's place in their epoll sets and aborted the process
+ * now and then (CI saw it on a SIGTERM). Each round drains under load, is refused right after,
+ * and stops cleanly. */
+START_TEST(drain_under_arriving_connections_stops_accepting_every_time) {
+    enum { ROUNDS = 30, HAMMERS = 3 };
+    fg_http_server_free(srv); /* this test starts its own, with more workers */
+    srv = NULL;
+    for (int round = 0; round < ROUNDS; round++) {
+        fg_http_options_t o = {.host = "127.0.0.1",
+                               .workers = 4,
+                               .max_body_bytes = 1024,
+                               .max_connections = 256,
+                               .connection_timeout_s = 5};
+        fg_http_server_t *s;
+        ck_assert_int_eq(fg_http_server_start(&s, &o, routes, sizeof routes / sizeof routes[0]),
+                         FG_OK);
+        hammer_t h = {.port = fg_http_server_port(s)};
+        pthread_t t[HAMMERS];
+        for (int i = 0; i < HAMMERS; i++)
+            ck_assert_int_eq(pthread_create(&t[i], NULL, hammer_main, &h), 0);
+        usleep((useconds_t)(10 + round % 7 * 5) * 1000);
+        fg_http_server_begin_drain(s);
+        ck_assert_int_lt(th_connect(h.port), 0);
+        atomic_store(&h.stop, true);
+        for (int i = 0; i < HAMMERS; i++)
+            pthread_join(t[i], NULL);
+        for (int i = 0; i < 200 && fg_http_server_in_flight(s) > 0; i++)
+            usleep(10 * 1000);
+        ck_assert_uint_eq(fg_http_server_in_flight(s), 0);
+        fg_http_server_free(s);
+        ck_assert_uint_gt(atomic_load(&h.answered), 0);
+    }
 }
 END_TEST
 
@@ -866,6 +928,7 @@ static Suite *server_suite(void) {
     tcase_add_test(tc, request_id_echoed_when_valid_replaced_when_not);
     tcase_add_test(tc, keep_alive_serves_two_requests_on_one_connection);
     tcase_add_test(tc, drain_finishes_admitted_request_and_refuses_new_ones);
+    tcase_add_test(tc, drain_under_arriving_connections_stops_accepting_every_time);
     tcase_add_test(tc, nul_byte_in_target_gets_400);
     tcase_add_test(tc, dot_segments_get_400_also_encoded);
     tcase_add_test(tc, dots_inside_a_name_are_fine);
