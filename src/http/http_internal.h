@@ -5,6 +5,7 @@
 #include "fleetgate/http.h"
 
 #include <microhttpd.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 /* libmicrohttpd's own MHD_queue_response. fleetgate's answers go through this, never through
@@ -44,13 +45,16 @@ fg_refusal_how_t fg_http_library_refusal(struct MHD_Connection *conn, unsigned s
 
 /* listen.c: a listening socket whose connections go to a libmicrohttpd daemon started with
  * MHD_USE_NO_LISTEN_SOCKET. Open binds and listens (FG_EIO, logged, when it cannot; *bound is
- * the port, the chosen one for port 0); serve starts the thread that accepts; close stops it and
- * closes the socket, after which connecting is refused. The caller owns the listener until
- * close, which frees it and must come before MHD_stop_daemon. */
+ * the port, the chosen one for port 0); serve starts the thread that accepts. Each connection
+ * handed over adds one to *open, and one past max is closed at once instead; the server takes
+ * one off *open when MHD notifies the connection closed. Close stops the thread and closes the
+ * socket, after which connecting is refused. The caller owns the listener until close, which
+ * frees it and must come before MHD_stop_daemon. */
 typedef struct fg_http_listener fg_http_listener_t;
 int fg_http_listener_open(const char *host, uint16_t port, fg_http_listener_t **out,
                           uint16_t *bound);
-int fg_http_listener_serve(fg_http_listener_t *l, struct MHD_Daemon *mhd);
+int fg_http_listener_serve(fg_http_listener_t *l, struct MHD_Daemon *mhd, atomic_uint *open,
+                           unsigned max);
 void fg_http_listener_close(fg_http_listener_t *l);
 
 #endif

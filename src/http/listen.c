@@ -6,7 +6,12 @@
  * MHD_quiesce_daemon(), which races its own workers on an epoll daemon: both remove the listening
  * socket from a worker's epoll set, and the loser aborts the process ("Failed to remove listen FD
  * from epoll set", an open MHD defect; CI hit it on a SIGTERM). Owning the socket, a drain is
- * this thread stopping and the socket closing, with nothing shared with MHD. */
+ * this thread stopping and the socket closing, with nothing shared with MHD.
+ *
+ * The connection limit is enforced here too, before the hand-over: a connection MHD 0.9.75's
+ * worker refuses at its own limit leaves that worker's cleanup mutex locked, and the worker
+ * deadlocks (then so does MHD_stop_daemon). So MHD's limit is set out of reach (server.c), and a
+ * connection past max is closed here at once, counted and logged (at most every 10 s). */
 #include "http_internal.h"
 
 #include <errno.h>
@@ -15,19 +20,26 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define ACCEPT_BATCH    64  /* connections taken per wake-up before polling again */
-#define ACCEPT_PAUSE_MS 100 /* after running out of descriptors: let connections close */
+#define ACCEPT_BATCH         64  /* connections taken per wake-up before polling again */
+#define ACCEPT_PAUSE_MS      100 /* after running out of descriptors: let connections close */
+#define REFUSED_LOG_EVERY_NS (10 * 1000000000ull)
 
 struct fg_http_listener {
     int fd;
     int wake[2]; /* a pipe: a byte on it stops the accepting thread */
     struct MHD_Daemon *mhd;
+    atomic_uint *open; /* the server's connections, counted across its listeners */
+    unsigned max;
+    fg_metric_t *m_refused;
+    uint64_t refused_logged_ns; /* the last line that said so; this thread only */
+    unsigned refused_since;     /* refusals since that line */
     pthread_t thread;
     bool running;
 };
@@ -77,6 +89,22 @@ int fg_http_listener_open(const char *host, uint16_t port, fg_http_listener_t **
     return FG_OK;
 }
 
+/* A connection past the limit was closed: counted, and said in one line per 10 s at most (an
+ * attacker chooses how often this happens). */
+static void refused(fg_http_listener_t *l) {
+    fg_metric_add(l->m_refused, NULL, 1);
+    l->refused_since++;
+    uint64_t now = fg_now_ns();
+    if (l->refused_logged_ns != 0 && now - l->refused_logged_ns < REFUSED_LOG_EVERY_NS)
+        return;
+    FG_LOG(FG_LOG_WARN, NULL,
+           "closed %u new connection(s) at once: %u connections are open, the limit "
+           "(limits.max_connections)",
+           l->refused_since, l->max);
+    l->refused_logged_ns = now;
+    l->refused_since = 0;
+}
+
 /* Takes what the backlog holds, up to a batch. False when the thread should pause: out of
  * descriptors or memory, where accepting again at once would only spin. */
 static bool accept_batch(fg_http_listener_t *l) {
@@ -94,9 +122,16 @@ static bool accept_batch(fg_http_listener_t *l) {
                    pause ? " (pausing new connections briefly)" : "");
             return !pause;
         }
-        /* MHD owns fd from here, and closes it itself when it cannot take it (its connection
-         * limits, which it logs). */
-        (void)MHD_add_connection(l->mhd, fd, (struct sockaddr *)&ss, len);
+        if (atomic_fetch_add(l->open, 1) >= l->max) {
+            atomic_fetch_sub(l->open, 1);
+            close(fd);
+            refused(l);
+            continue;
+        }
+        /* MHD owns fd from here. It gives the place back when the connection closes (server.c);
+         * when it refuses at once (one address's limit, which it logs) it closes fd itself. */
+        if (MHD_add_connection(l->mhd, fd, (struct sockaddr *)&ss, len) != MHD_YES)
+            atomic_fetch_sub(l->open, 1);
     }
     return true;
 }
@@ -121,8 +156,15 @@ static void *accept_main(void *arg) {
     return NULL;
 }
 
-int fg_http_listener_serve(fg_http_listener_t *l, struct MHD_Daemon *mhd) {
+int fg_http_listener_serve(fg_http_listener_t *l, struct MHD_Daemon *mhd, atomic_uint *open,
+                           unsigned max) {
     l->mhd = mhd;
+    l->open = open;
+    l->max = max;
+    l->m_refused = fg_metrics_register(
+        "fleetgate_http_connections_refused_total",
+        "New connections closed at once because limits.max_connections were open.",
+        FG_METRIC_COUNTER, NULL);
     if (pipe2(l->wake, O_CLOEXEC) != 0) {
         fg_log(FG_LOG_ERROR, NULL, "listener: pipe: %s", strerror(errno));
         return FG_ERR;

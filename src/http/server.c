@@ -67,6 +67,7 @@ struct fg_http_server {
     uint16_t port;
     atomic_bool draining;
     atomic_uint in_flight;
+    atomic_uint conns_open; /* connections handed to MHD and not yet closed (listen.c) */
     fg_metric_t *m_requests, *m_duration, *m_in_flight, *m_slow_closed;
     /* the watchdog of slow clients */
     pthread_mutex_t conns_mu;
@@ -1368,6 +1369,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         *socket_context = c;
         return;
     }
+    atomic_fetch_sub(&srv->conns_open, 1); /* its place under limits.max_connections */
     conn_t *c = *socket_context;
     if (c == NULL)
         return;
@@ -1459,20 +1461,27 @@ static int start_listener(fg_http_server_t *srv, const char *host, uint16_t port
     } else {
         tls[0].option = MHD_OPTION_END;
     }
+    /* The limit is listen.c's, over both listeners. MHD's is out of reach (listen.c says why):
+     * each worker's share of it is twice the whole limit, room for every connection on one
+     * worker plus the ones closed and not yet cleaned up. */
+    unsigned workers = opts->workers > 1 ? opts->workers : 1;
+    unsigned mhd_limit = opts->max_connections * 2 * workers;
     *out = MHD_start_daemon(
         flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MHD_POOL_BYTES, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)(opts->workers > 1 ? opts->workers : 0), MHD_OPTION_CONNECTION_LIMIT,
-        opts->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, opts->connection_timeout_s,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
-        srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)(opts->workers > 1 ? opts->workers : 0), MHD_OPTION_CONNECTION_LIMIT, mhd_limit,
+        MHD_OPTION_CONNECTION_TIMEOUT, opts->connection_timeout_s, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         opts->max_connections_per_client, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
     if (*out == NULL) {
         fg_log(FG_LOG_ERROR, NULL, "cannot serve %s:%u%s", host, (unsigned)port,
                cert_pem ? " with TLS (a certificate and key that do not load or match?)" : "");
         return FG_EIO;
     }
-    return fg_http_listener_serve(*listener, *out) == FG_OK ? FG_OK : FG_EIO;
+    return fg_http_listener_serve(*listener, *out, &srv->conns_open, opts->max_connections) == FG_OK
+               ? FG_OK
+               : FG_EIO;
 }
 
 int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
@@ -1485,6 +1494,7 @@ int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
     srv->opts.tls_cert_pem = srv->opts.tls_key_pem = NULL; /* borrowed only during the start */
     atomic_init(&srv->draining, false);
     atomic_init(&srv->in_flight, 0);
+    atomic_init(&srv->conns_open, 0);
     pthread_mutex_init(&srv->conns_mu, NULL);
     pthread_cond_init(&srv->stop_cv, NULL);
 

@@ -906,6 +906,57 @@ START_TEST(one_client_cannot_take_every_connection) {
 }
 END_TEST
 
+/* Past limits.max_connections a new connection is closed at once and counted, the places come
+ * back as connections close, and the server still stops. (libmicrohttpd 0.9.75 refusing one at
+ * its own limit left a worker deadlocked, and stopping the server hung; listen.c refuses first.) */
+START_TEST(connections_past_the_limit_are_closed_and_the_server_still_stops) {
+    enum { MAX = 4, TRIES = 10 };
+    fg_http_server_free(srv); /* this test starts its own, with a small limit */
+    srv = NULL;
+    fg_metrics_reset(); /* its families go with the server that registered them */
+    fg_http_options_t o = {.host = "127.0.0.1",
+                           .workers = 2,
+                           .max_body_bytes = 1024,
+                           .max_connections = MAX,
+                           .connection_timeout_s = 30};
+    ck_assert_int_eq(fg_http_server_start(&srv, &o, routes, sizeof routes / sizeof routes[0]),
+                     FG_OK);
+    uint16_t port = fg_http_server_port(srv);
+    snprintf(base, sizeof base, "http://127.0.0.1:%u", (unsigned)port);
+    int fds[TRIES];
+    for (int i = 0; i < TRIES; i++)
+        fds[i] = th_connect(port);
+    int cut = 0;
+    for (int i = 0; i < TRIES; i++)
+        if (fds[i] < 0 || closed_within(fds[i], 300))
+            cut++;
+    ck_assert_int_eq(cut, TRIES - MAX);
+    fg_buf_t m;
+    fg_buf_init(&m, 1 << 20);
+    ck_assert_int_eq(fg_metrics_render(&m), FG_OK);
+    char want[96];
+    snprintf(want, sizeof want, "fleetgate_http_connections_refused_total %d", TRIES - MAX);
+    ck_assert_msg(strstr(m.data, want), "no %s in %s", want, m.data);
+    fg_buf_free(&m);
+    for (int i = 0; i < TRIES; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    /* The places come back once MHD has seen the connections close. */
+    th_resp_t r = {0};
+    for (int i = 0; i < 50 && r.status != 200; i++) {
+        th_resp_free(&r);
+        usleep(20 * 1000);
+        char url[128];
+        snprintf(url, sizeof url, "%s/v1/projects/ok", base);
+        if (th_request("GET", url, NULL, NULL, -1, 0, &r) != 0)
+            r.status = 0;
+    }
+    ck_assert_int_eq(r.status, 200);
+    th_resp_free(&r);
+    /* teardown stops it: with a deadlocked worker that would hang past the case's timeout */
+}
+END_TEST
+
 static Suite *server_suite(void) {
     Suite *s = suite_create("http-server");
     TCase *tc = tcase_create("server");
@@ -929,6 +980,7 @@ static Suite *server_suite(void) {
     tcase_add_test(tc, keep_alive_serves_two_requests_on_one_connection);
     tcase_add_test(tc, drain_finishes_admitted_request_and_refuses_new_ones);
     tcase_add_test(tc, drain_under_arriving_connections_stops_accepting_every_time);
+    tcase_add_test(tc, connections_past_the_limit_are_closed_and_the_server_still_stops);
     tcase_add_test(tc, nul_byte_in_target_gets_400);
     tcase_add_test(tc, dot_segments_get_400_also_encoded);
     tcase_add_test(tc, dots_inside_a_name_are_fine);
