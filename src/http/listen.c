@@ -129,7 +129,9 @@ static bool accept_batch(fg_http_listener_t *l) {
             continue;
         }
         /* MHD owns fd from here. It gives the place back when the connection closes (server.c);
-         * when it refuses at once (one address's limit, which it logs) it closes fd itself. */
+         * when it refuses at once (one address's limit, which it logs) it closes fd itself. A
+         * worker out of memory for the connection's pool drops it without a notification: that
+         * place stays taken (MHD logs "Failed to start serving new connection"). */
         if (MHD_add_connection(l->mhd, fd, (struct sockaddr *)&ss, len) != MHD_YES)
             atomic_fetch_sub(l->open, 1);
     }

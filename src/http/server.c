@@ -1469,7 +1469,7 @@ static int start_listener(fg_http_server_t *srv, const char *host, uint16_t port
     *out = MHD_start_daemon(
         flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, srv,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MHD_POOL_BYTES, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)(opts->workers > 1 ? opts->workers : 0), MHD_OPTION_CONNECTION_LIMIT, mhd_limit,
+        workers > 1 ? workers : 0, MHD_OPTION_CONNECTION_LIMIT, mhd_limit,
         MHD_OPTION_CONNECTION_TIMEOUT, opts->connection_timeout_s, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
