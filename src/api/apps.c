@@ -1207,7 +1207,7 @@ static int replace_with(fg_req_t *req, app_t *a, const json_t *app, const json_t
             continue;
         w[n] = (fg_fed_write_t){.cluster = vd->cluster->name, .path = a->path};
         if (vd->chosen) {
-            bodies[n] = as_deployment(app, a->project, vd->replicas, ann, api->cfg);
+            bodies[n] = as_deployment(app, a->project, vd->replicas, ann, cfg_of(req));
             as_mark(json_object_get(bodies[n], "metadata"), shards, vd->cluster->name);
             w[n].body = bodies[n];
             w[n].method = holds ? FG_KUBE_PUT : FG_KUBE_POST;

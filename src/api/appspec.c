@@ -443,6 +443,59 @@ const char *as_sidecar_missing(const json_t *spec, const fg_config_t *cfg) {
     return NULL;
 }
 
+const char *const as_deployment_template[] = {"spec", "template", NULL};
+const char *const as_cronjob_template[] = {"spec", "jobTemplate", "spec", "template", NULL};
+
+static json_t *at_path(const json_t *o, const char *const *path) {
+    for (size_t i = 0; path[i] && o; i++)
+        o = json_object_get(o, path[i]);
+    return (json_t *)o;
+}
+
+void as_keep_gone_sidecars(json_t *obj, const json_t *live, const char *const *path,
+                           const json_t *spec, const fg_config_t *cfg) {
+    if (as_sidecar_missing(spec, cfg) == NULL)
+        return; /* the catalogue holds every one: built from it */
+    const json_t *n;
+    size_t i;
+    json_t *tmpl = at_path(obj, path),
+           *mine = json_object_get(json_object_get(tmpl, "spec"), "containers");
+    const json_t *theirs_tmpl = at_path(live, path),
+                 *theirs = json_object_get(json_object_get(theirs_tmpl, "spec"), "containers");
+    json_array_foreach(json_object_get(spec, "sidecars"), i, n) {
+        const char *name = json_string_value(n);
+        if (name == NULL || fg_config_sidecar(cfg, name) != NULL)
+            continue;
+        size_t k;
+        const json_t *c;
+        json_array_foreach(theirs, k, c) {
+            const char *cn = json_string_value(json_object_get(c, "name"));
+            if (cn && strcmp(cn, name) == 0)
+                json_array_append_new(mine, json_deep_copy(c));
+        }
+    }
+    /* the digest and the list as the live object has them: nothing changed for it */
+    json_t *labels = json_object_get(json_object_get(obj, "metadata"), "labels");
+    const json_t *was = json_object_get(
+        json_object_get(json_object_get(live, "metadata"), "labels"), AS_SIDECARS_LABEL);
+    if (labels && was)
+        json_object_set(labels, AS_SIDECARS_LABEL, (json_t *)was);
+    const json_t *list = json_object_get(json_object_get(theirs_tmpl, "metadata"), "annotations");
+    if (tmpl && json_object_get(list, "fleetgate.io/sidecars")) {
+        json_t *tm = json_object_get(tmpl, "metadata"), *ann = json_object_get(tm, "annotations");
+        if (tm == NULL) {
+            tm = json_object();
+            json_object_set_new(tmpl, "metadata", tm);
+        }
+        if (ann == NULL) {
+            ann = json_object();
+            json_object_set_new(tm, "annotations", ann);
+        }
+        json_object_set(ann, "fleetgate.io/sidecars",
+                        json_object_get(list, "fleetgate.io/sidecars"));
+    }
+}
+
 static char *shards_text(const json_t *shards) {
     char *t = json_dumps(shards, JSON_COMPACT | JSON_SORT_KEYS);
     if (t == NULL)

@@ -66,6 +66,16 @@ json_t *as_deployment(const json_t *app, const char *project, int64_t replicas, 
 void as_sidecars_digest(const json_t *spec, const fg_config_t *cfg, char out[17]);
 /* The first sidecar spec names that cfg's catalogue no longer holds, or NULL. */
 const char *as_sidecar_missing(const json_t *spec, const fg_config_t *cfg);
+/* Where an object's pod template is (the members leading to it, NULL-terminated). */
+extern const char *const as_deployment_template[], *const as_cronjob_template[];
+#define AS_DEPLOYMENT_TEMPLATE as_deployment_template
+#define AS_CRONJOB_TEMPLATE    as_cronjob_template
+/* A sidecar spec names that cfg's catalogue no longer holds stays as the running object live
+ * has it: in obj (built from cfg, so without it) its container is copied from live's pod
+ * template (at path), with live's sidecar digest label and template list; nothing when the
+ * catalogue holds every one. */
+void as_keep_gone_sidecars(json_t *obj, const json_t *live, const char *const *path,
+                           const json_t *spec, const fg_config_t *cfg);
 void as_mark(json_t *metadata, const json_t *shards, const char *cluster);
 /* A numeric label (0..1000000) of labels, -1 when absent or not a number (share, shards). */
 int64_t as_label_int(const json_t *labels, const char *key);

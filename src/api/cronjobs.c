@@ -290,7 +290,7 @@ static int replace_with(fg_req_t *req, cron_t *j, const json_t *next, const json
             continue;
         w[n] = (fg_fed_write_t){.cluster = name, .path = j->path};
         if (s < k) {
-            bodies[n] = cj_cronjob(next, j->project, comp[s], par[s], off[s], ann, api->cfg);
+            bodies[n] = cj_cronjob(next, j->project, comp[s], par[s], off[s], ann, cfg_of(req));
             cj_mark_shards(bodies[n], k);
             w[n].body = bodies[n];
             w[n].method = holds ? FG_KUBE_PUT : FG_KUBE_POST;
@@ -654,6 +654,15 @@ static bool cron_drifted(const json_t *live, const json_t *body) {
         if ((a == NULL) != (b == NULL) || (a && !json_equal(a, b)))
             return true;
     }
+    /* built from another sidecar catalogue than the one the body was (AS_SIDECARS_LABEL) */
+    const char *lsc = json_string_value(
+                   json_object_get(json_object_get(json_object_get(live, "metadata"), "labels"),
+                                   AS_SIDECARS_LABEL)),
+               *bsc = json_string_value(
+                   json_object_get(json_object_get(json_object_get(body, "metadata"), "labels"),
+                                   AS_SIDECARS_LABEL));
+    if ((lsc == NULL) != (bsc == NULL) || (lsc && strcmp(lsc, bsc) != 0))
+        return true;
     static const char *const numbers[] = {"completions", "parallelism", NULL};
     const json_t *lj = json_object_get(json_object_get(ls, "jobTemplate"), "spec"),
                  *bj = json_object_get(json_object_get(bs, "jobTemplate"), "spec");
@@ -664,8 +673,9 @@ static bool cron_drifted(const json_t *live, const json_t *body) {
     return false;
 }
 
-int cj_repair(fg_api_t *api, const char *project, const char *name, const char *const *have,
-              size_t nhave, const char *const *up, size_t nup, const char *who) {
+int cj_repair(fg_api_t *api, const fg_config_t *cfg, const char *project, const char *name,
+              const char *const *have, size_t nhave, const char *const *up, size_t nup,
+              const char *who) {
     cron_t j = {.project = project, .name = name};
     snprintf(j.coll, sizeof j.coll, "/apis/batch/v1/namespaces/%s/cronjobs", project);
     snprintf(j.path, sizeof j.path, "%s/%s", j.coll, name);
@@ -760,7 +770,8 @@ int cj_repair(fg_api_t *api, const char *project, const char *name, const char *
             }
         if (held && cur == NULL)
             continue; /* could not be read: next pass */
-        json_t *b = cj_cronjob(cj, project, comp[i], par[i], off[i], ann, api->cfg);
+        json_t *b = cj_cronjob(cj, project, comp[i], par[i], off[i], ann, cfg);
+        as_keep_gone_sidecars(b, cur ? cur : first, AS_CRONJOB_TEMPLATE, tmpl, cfg);
         cj_mark_shards(b, k);
         const json_t *own =
             cur ? json_object_get(json_object_get(cur, "spec"), "suspend") : suspend;

@@ -263,6 +263,13 @@ json_t *cj_cronjob(const json_t *cj, const char *project, int64_t completions, i
     const char *tier = as_tier(tmpl),
                *policy = json_string_value(json_object_get(spec, "concurrencyPolicy"));
     json_t *labels = object_labels(json_object_get(cj, "labels"), CJ_LABEL, name, tier);
+    if (json_array_size(json_object_get(tmpl, "sidecars")) > 0) {
+        /* what its sidecars were built from, as a Deployment's: the reconciler rolls it when
+         * the catalogue changes (rc_apps_pass) */
+        char digest[17];
+        as_sidecars_digest(tmpl, cfg, digest);
+        json_object_set_new(labels, AS_SIDECARS_LABEL, json_string(digest));
+    }
     const json_t *keep_ok = json_object_get(spec, "successfulRunsToKeep"),
                  *keep_failed = json_object_get(spec, "failedRunsToKeep");
     json_t *cspec = json_pack(

@@ -34,8 +34,10 @@
  *
  * After a SIGHUP (core/live.c), a settled app whose Deployments were built from other sidecar
  * definitions than the catalogue's (AS_SIDECARS_LABEL) is written again whole, and one running
- * where its placement no longer admits it (cluster labels or zone changed) is moved; at most
- * reconciler.rollout_max_apps of those in any reconciler.rollout_interval_s (rollout).
+ * where its placement no longer admits it (cluster labels or zone changed) is moved; a settled
+ * cron job whose CronJobs' templates were built from other sidecar definitions is repaired with
+ * the catalogue's; at most reconciler.rollout_max_apps of those in any
+ * reconciler.rollout_interval_s (rollout, cron_rollout).
  */
 #include "api_internal.h"
 #include "appspec.h"
@@ -70,7 +72,8 @@ struct rc_apps {
      * the Unix ms each was done, newest last, at most reconciler.rollout_max_apps kept */
     int64_t *rolled;
     size_t nrolled;
-    json_t *gone_told; /* "project/app/sidecar" already logged as gone from the catalogue */
+    json_t *gone_told; /* "app:project/name/sidecar" (or "cron job:...") already logged as gone
+                        * from the catalogue */
 };
 
 /* One cached Deployment of an app. */
@@ -492,51 +495,6 @@ static bool deleting(const app_t *a, const fleet_t *f) {
     return false;
 }
 
-/* A sidecar the catalogue no longer holds stays as the app's running Deployment has it: the
- * container (and its name in the template's list) is copied from live into dep. */
-static void keep_gone_sidecars(json_t *dep, const json_t *live, const json_t *spec,
-                               const fg_config_t *cfg) {
-    if (as_sidecar_missing(spec, cfg) == NULL)
-        return; /* the catalogue holds every one: built from it */
-    const json_t *n;
-    size_t i;
-    json_t *tmpl = json_object_get(json_object_get(dep, "spec"), "template"),
-           *mine = json_object_get(json_object_get(tmpl, "spec"), "containers");
-    const json_t *theirs = json_object_get(
-        json_object_get(json_object_get(json_object_get(live, "spec"), "template"), "spec"),
-        "containers");
-    json_array_foreach(json_object_get(spec, "sidecars"), i, n) {
-        const char *name = json_string_value(n);
-        if (name == NULL || fg_config_sidecar(cfg, name) != NULL)
-            continue;
-        size_t k;
-        const json_t *c;
-        json_array_foreach(theirs, k, c) {
-            const char *cn = json_string_value(json_object_get(c, "name"));
-            if (cn && strcmp(cn, name) == 0)
-                json_array_append_new(mine, json_deep_copy(c));
-        }
-    }
-    /* the digest and the list as the live Deployment has them: nothing changed for it */
-    json_t *labels = json_object_get(json_object_get(dep, "metadata"), "labels");
-    const json_t *was = json_object_get(
-        json_object_get(json_object_get(live, "metadata"), "labels"), AS_SIDECARS_LABEL);
-    if (labels && was)
-        json_object_set(labels, AS_SIDECARS_LABEL, (json_t *)was);
-    const json_t *list = json_object_get(
-        json_object_get(json_object_get(json_object_get(live, "spec"), "template"), "metadata"),
-        "annotations");
-    if (json_object_get(list, "fleetgate.io/sidecars")) {
-        json_t *tm = json_object_get(tmpl, "metadata"), *ann = json_object_get(tm, "annotations");
-        if (ann == NULL) {
-            ann = json_object();
-            json_object_set_new(tm, "annotations", ann);
-        }
-        json_object_set(ann, "fleetgate.io/sidecars",
-                        json_object_get(list, "fleetgate.io/sidecars"));
-    }
-}
-
 /* roll: every Deployment is written whole with cfg's catalogue (it changed); f->bad may mark
  * clusters that no longer admit the app (labels, zone), which it then leaves. */
 static void reconcile_app(struct rc_apps *r, const fleet_t *f, const app_t *a,
@@ -612,7 +570,8 @@ static void reconcile_app(struct rc_apps *r, const fleet_t *f, const app_t *a,
              * catalogue change */
             bodies[nw] =
                 as_deployment(app, a->project, share, json_object_get(meta, "annotations"), cfg);
-            keep_gone_sidecars(bodies[nw], mine ? mine : newest, json_object_get(app, "spec"), cfg);
+            as_keep_gone_sidecars(bodies[nw], mine ? mine : newest, AS_DEPLOYMENT_TEMPLATE,
+                                  json_object_get(app, "spec"), cfg);
             json_t *dm = json_object_get(bodies[nw], "metadata");
             as_mark(dm, target, name);
             if (rv)
@@ -682,12 +641,15 @@ out:
 typedef struct {
     bool held, deleting;
     int64_t shards;
-    char what[256]; /* schedule, policy and time zone: equal in every cluster */
+    char what[256];    /* schedule, policy and time zone: equal in every cluster */
+    char sidecars[17]; /* AS_SIDECARS_LABEL: what its sidecars were built from ("" none) */
 } cron_shard_t;
 
 typedef struct {
     char project[64], name[256];
     cron_shard_t at[FG_FED_MAX_CLUSTERS];
+    json_t *spec; /* its last write's spec (fleetgateSpec: the cron job's "spec" member) when
+                   * it uses sidecars, or NULL */
 } cron_t;
 
 static void file_cron(const json_t *o, size_t c, cron_t **crons, size_t *n, json_t *index) {
@@ -717,14 +679,30 @@ static void file_cron(const json_t *o, size_t c, cron_t **crons, size_t *n, json
     const char *sched = json_string_value(json_object_get(o, "schedule")),
                *policy = json_string_value(json_object_get(o, "concurrencyPolicy")),
                *tz = json_string_value(json_object_get(o, "timeZone"));
+    const char *sc = json_string_value(json_object_get(labels, AS_SIDECARS_LABEL)),
+               *spec = json_string_value(json_object_get(o, "fleetgateSpec"));
     s->held = true;
     s->deleting = deleting != NULL && strcmp(deleting, "true") == 0;
     s->shards = as_label_int(labels, AS_SHARDS_LABEL);
     snprintf(s->what, sizeof s->what, "%s|%s|%s", sched ? sched : "", policy ? policy : "",
              tz ? tz : "");
+    snprintf(s->sidecars, sizeof s->sidecars, "%s", sc ? sc : "");
+    if (sc && spec && (*crons)[i].spec == NULL) { /* decoded only for one that uses sidecars */
+        json_t *j = NULL;
+        if (fg_json_load(spec, strlen(spec), &j, NULL, 0) == FG_OK && json_is_object(j))
+            (*crons)[i].spec = j;
+        else
+            json_decref(j);
+    }
 }
 
-/* Every cron job fleetgate made as the cache shows it (*crons: free()). FG_OK or FG_EIO. */
+static void crons_free(cron_t *crons, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        json_decref(crons[i].spec);
+    free(crons);
+}
+
+/* Every cron job fleetgate made as the cache shows it (*crons: crons_free). FG_OK or FG_EIO. */
 static int read_crons(struct rc_apps *r, size_t n, cron_t **crons, size_t *ncrons) {
     const fg_config_t *cfg = r->api->cfg;
     fg_redis_batch_t *b = fg_redis_batch_new(), *h = fg_redis_batch_new();
@@ -797,7 +775,8 @@ static bool cron_needs_work(const cron_t *cj, const fleet_t *f) {
     return held > 0 && (differ || (int64_t)held != shards);
 }
 
-static void reconcile_cron(struct rc_apps *r, const fleet_t *f, const cron_t *cj) {
+static void reconcile_cron(struct rc_apps *r, const fleet_t *f, const cron_t *cj,
+                           const fg_config_t *cfg) {
     const char *have[FG_FED_MAX_CLUSTERS], *up[FG_FED_MAX_CLUSTERS];
     size_t nh = 0, nu = 0;
     bool deleting = false;
@@ -809,7 +788,7 @@ static void reconcile_cron(struct rc_apps *r, const fleet_t *f, const cron_t *cj
         deleting = deleting || (cj->at[c].held && cj->at[c].deleting);
     }
     if (!deleting) {
-        int n = cj_repair(r->api, cj->project, cj->name, have, nh, up, nu, RC_REQUESTED_BY);
+        int n = cj_repair(r->api, cfg, cj->project, cj->name, have, nh, up, nu, RC_REQUESTED_BY);
         r->writes += n > 0 ? (uint64_t)n : 0;
         return;
     }
@@ -834,27 +813,34 @@ static void reconcile_cron(struct rc_apps *r, const fleet_t *f, const cron_t *cj
     fg_fed_outcomes_clear(out, nh);
 }
 
-/* Acts on what needs work once that lasted RC_SETTLE_MS (pending: this pass's record). */
+static bool cron_rollout(struct rc_apps *r, const fleet_t *f, const cron_t *cj,
+                         const fg_config_t *cfg);
+
+/* Acts on what needs work once that lasted RC_SETTLE_MS (pending: this pass's record), and rolls
+ * a settled cron job built from another sidecar catalogue than cfg's (cron_rollout). */
 static size_t cron_pass(struct rc_apps *r, const fleet_t *f, int64_t now, json_t *pending,
-                        size_t acted) {
+                        size_t acted, const fg_config_t *cfg) {
     cron_t *crons = NULL;
     size_t n = 0;
     if (read_crons(r, f->n, &crons, &n) == FG_OK)
         for (size_t i = 0; i < n; i++) {
-            if (!cron_needs_work(&crons[i], f))
+            if (!cron_needs_work(&crons[i], f)) {
+                if (acted < RC_MAX_APPS_PASS && cron_rollout(r, f, &crons[i], cfg))
+                    acted++;
                 continue;
+            }
             char key[340];
             snprintf(key, sizeof key, "cronjob:%s/%s", crons[i].project, crons[i].name);
             json_t *since = json_object_get(r->pending, key);
             int64_t first = since ? json_integer_value(since) : now;
             json_object_set_new(pending, key, json_integer(first));
             if (now - first >= RC_SETTLE_MS && acted < RC_MAX_APPS_PASS) {
-                reconcile_cron(r, f, &crons[i]);
+                reconcile_cron(r, f, &crons[i], cfg);
                 acted++;
                 json_object_del(pending, key);
             }
         }
-    free(crons);
+    crons_free(crons, n);
     return acted;
 }
 
@@ -1056,7 +1042,7 @@ static void admit_pass(struct rc_apps *r, const fleet_t *f) {
             snprintf(key, sizeof key, "%s/%s", crons[i].project, crons[i].name);
             json_object_set_new(shards, key, json_integer((json_int_t)held));
         }
-    free(crons);
+    crons_free(crons, ncrons);
     json_t *projects = json_object();
     fg_redis_batch_t *drop = fg_redis_batch_new();
     size_t ndrop = 0;
@@ -1178,6 +1164,20 @@ static bool refused_now(const fleet_t *f, const app_t *a, const fg_config_t *cfg
     return any;
 }
 
+/* Logs once that what (an app, a cron job) uses a sidecar the catalogue no longer holds. */
+static void tell_gone_once(struct rc_apps *r, const char *what, const char *project,
+                           const char *name, const char *gone) {
+    char key[420];
+    snprintf(key, sizeof key, "%s:%s/%s/%s", what, project, name, gone);
+    if (json_object_get(r->gone_told, key) != NULL)
+        return;
+    json_object_set_new(r->gone_told, key, json_true());
+    FG_LOG(FG_LOG_WARN, NULL,
+           "reconciler: %s %s/%s uses sidecar %s, which the catalogue no longer holds: it keeps "
+           "running with its last definition and is not rolled",
+           what, project, name, gone);
+}
+
 /* A settled app whose Deployments were built from another catalogue than cfg's, or that runs
  * where its placement no longer admits it: rewritten (roll) or moved, when the rate allows.
  * true when it acted (or must wait for the rate). A sidecar gone from the catalogue is kept as
@@ -1196,15 +1196,7 @@ static bool rollout(struct rc_apps *r, const fleet_t *f, const app_t *a, const f
     for (size_t c = 0; c < f->n; c++)
         roll = roll || (a->at[c].held && a->at[c].sidecars[0] && strcmp(a->at[c].sidecars, want));
     if (roll && gone) {
-        char key[400];
-        snprintf(key, sizeof key, "%s/%s/%s", a->project, a->name, gone);
-        if (json_object_get(r->gone_told, key) == NULL) {
-            json_object_set_new(r->gone_told, key, json_true());
-            FG_LOG(FG_LOG_WARN, NULL,
-                   "reconciler: app %s/%s uses sidecar %s, which the catalogue no longer holds: "
-                   "it keeps running with its last definition and is not rolled",
-                   a->project, a->name, gone);
-        }
+        tell_gone_once(r, "app", a->project, a->name, gone);
         roll = false;
     }
     if (!move && !roll)
@@ -1213,6 +1205,48 @@ static bool rollout(struct rc_apps *r, const fleet_t *f, const app_t *a, const f
     if (!roll_allowed(r, now))
         return true; /* the next pass, as the rate allows */
     reconcile_app(r, move ? &moved : f, a, cfg, !move);
+    roll_done(r);
+    return true;
+}
+
+/* A settled cron job whose CronJobs were built from another catalogue than cfg's: repaired from
+ * what they record (cj_repair, with cfg's catalogue), when the rate allows; true when it acted
+ * (or must wait for the rate). A sidecar gone from the catalogue is kept as it runs, and said
+ * once, as an app's. */
+static bool cron_rollout(struct rc_apps *r, const fleet_t *f, const cron_t *cj,
+                         const fg_config_t *cfg) {
+    const json_t *tmpl = json_object_get(cj->spec, "jobTemplate");
+    if (tmpl == NULL)
+        return false; /* no sidecars, or written before the label */
+    const char *have[FG_FED_MAX_CLUSTERS], *up[FG_FED_MAX_CLUSTERS];
+    size_t nh = 0, nu = 0;
+    char want[17];
+    as_sidecars_digest(tmpl, cfg, want);
+    bool roll = false;
+    for (size_t c = 0; c < f->n; c++) {
+        const cron_shard_t *s = &cj->at[c];
+        if (s->held && (s->deleting || f->down[c]))
+            return false; /* its delete finishes first; a cluster out of reach: later */
+        roll = roll || (s->held && s->sidecars[0] && strcmp(s->sidecars, want) != 0);
+        if (s->held)
+            have[nh++] = f->cl[c].name;
+        if (!f->down[c])
+            up[nu++] = f->cl[c].name;
+    }
+    const char *gone = as_sidecar_missing(tmpl, cfg);
+    if (roll && gone) {
+        tell_gone_once(r, "cron job", cj->project, cj->name, gone);
+        return false;
+    }
+    if (!roll)
+        return false;
+    if (!roll_allowed(r, fg_wall_ms()))
+        return true; /* the next pass, as the rate allows */
+    int n = cj_repair(r->api, cfg, cj->project, cj->name, have, nh, up, nu, RC_REQUESTED_BY);
+    r->writes += n > 0 ? (uint64_t)n : 0;
+    FG_LOG(FG_LOG_INFO, NULL,
+           "reconciler: cron job %s/%s rolled to the changed sidecar catalogue by %d writes",
+           cj->project, cj->name, n);
     roll_done(r);
     return true;
 }
@@ -1275,7 +1309,7 @@ void rc_apps_pass(void *ud) {
                 json_object_del(pending, key); /* looked at again from scratch */
             }
         }
-        acted = cron_pass(r, &f, now, pending, acted);
+        acted = cron_pass(r, &f, now, pending, acted, cfg);
         admit_pass(r, &f);
         json_decref(r->pending);
         r->pending = pending;

@@ -89,10 +89,12 @@ int sc_follow_at(fg_api_t *api, const char *project, const char *name, const cha
 /* The reconciler's repair of cron job name in project (no request): its CronJobs in the
  * clusters have[] (where the cache shows them) are read, and the cron job is written again from
  * the spec and placement they record, in those of the placement's clusters that are up[]
- * (reachable): made where missing, replaced where drifted, deleted outside the placement;
- * written through to the cache, stamped requested-by who, logged. The number of writes sent.
- * (cronjobs.c) */
-int cj_repair(fg_api_t *api, const char *project, const char *name, const char *const *have,
-              size_t nhave, const char *const *up, size_t nup, const char *who);
+ * (reachable): made where missing, replaced where drifted (a sidecar built from another
+ * catalogue than cfg's is a drift), deleted outside the placement; written through to the
+ * cache, stamped requested-by who, logged. cfg: the live configuration (its sidecar catalogue).
+ * The number of writes sent. (cronjobs.c) */
+int cj_repair(fg_api_t *api, const fg_config_t *cfg, const char *project, const char *name,
+              const char *const *have, size_t nhave, const char *const *up, size_t nup,
+              const char *who);
 
 #endif

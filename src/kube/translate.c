@@ -1111,6 +1111,7 @@ static const row_t cronjob_rows[] = {
     STR("lastSuccessfulTime", "status.lastSuccessfulTime"),
     ROW("active", "status.active", c_str_list, "name"),
     LIST("containers", "spec.jobTemplate.spec.template.spec.containers", template_containers),
+    ROW("fleetgateSpec", "metadata.annotations", c_map_key, "fleetgate.io/spec"),
     ROW("requestedBy", "metadata.annotations", c_map_key, "fleetgate.io/requested-by"),
     ROW("requestId", "metadata.annotations", c_map_key, "fleetgate.io/request-id"),
     IDENTITY(lifetime),

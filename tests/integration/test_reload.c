@@ -462,6 +462,69 @@ static int cmp_i64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* The cron job's CronJob in the first cluster holding it (a new reference), or NULL. */
+static json_t *ks_cron_object(const char *cron) {
+    char path[192];
+    snprintf(path, sizeof path, "/apis/batch/v1/namespaces/shop/cronjobs/%s", cron);
+    for (int i = 0; i < 3; i++) {
+        json_t *o = NULL;
+        if (tk_call(&ks, i, "GET", path, NULL, &o) == 200)
+            return o;
+        json_decref(o);
+    }
+    return NULL;
+}
+
+/* The cron job's CronJobs in kubesim: how many clusters hold one (*held) and how many of those
+ * run container name from image in their job template; *by (when given) says who asked for the
+ * last write of each, "" when they differ. */
+static int ks_cron_images(const char *cron, const char *name, const char *image, int *held,
+                          char *by, size_t bylen) {
+    char path[192];
+    int with = 0;
+    *held = 0;
+    if (by)
+        by[0] = '\0';
+    snprintf(path, sizeof path, "/apis/batch/v1/namespaces/shop/cronjobs/%s", cron);
+    for (int i = 0; i < 3; i++) {
+        json_t *o = NULL;
+        if (tk_call(&ks, i, "GET", path, NULL, &o) == 200) {
+            (*held)++;
+            const json_t *tmpl = json_object_get(
+                json_object_get(json_object_get(json_object_get(o, "spec"), "jobTemplate"), "spec"),
+                "template");
+            size_t k;
+            json_t *c;
+            json_array_foreach(json_object_get(json_object_get(tmpl, "spec"), "containers"), k, c) {
+                const char *n = json_string_value(json_object_get(c, "name")),
+                           *img = json_string_value(json_object_get(c, "image"));
+                with += n && img && strcmp(n, name) == 0 && strcmp(img, image) == 0;
+            }
+            const char *who = meta_str(o, "annotations", "fleetgate.io/requested-by");
+            if (by && *held == 1)
+                snprintf(by, bylen, "%s", who ? who : "");
+            else if (by && (who == NULL || strcmp(by, who) != 0))
+                by[0] = '\0';
+        }
+        json_decref(o);
+    }
+    return with;
+}
+
+static long create_cron(const char *name, const char *sidecars) {
+    th_resp_t r;
+    char *body =
+        fg_xasprintf("{\"name\": \"%s\", \"spec\": {\"schedule\": \"0 0 1 1 *\", \"jobTemplate\": "
+                     "{\"completions\": 3, \"parallelism\": 3, %s\"containers\": [{\"name\": "
+                     "\"w\", \"image\": \"registry.example.net/shop/w:1\","
+                     " \"command\": [\"true\"]}]}}}",
+                     name, sidecars);
+    long s = call("POST", "/v1/projects/shop/cronjobs", dev, body, true, &r);
+    free(body);
+    th_resp_free(&r);
+    return s;
+}
+
 START_TEST(catalogue_change_rolls_the_apps_using_it_at_a_bounded_rate) {
     create_project("{\"name\": \"shop\", \"quotas\": {\"OnDemand\": {\"limits\": "
                    "{\"pods\": 40}}}}");
@@ -477,8 +540,18 @@ START_TEST(catalogue_change_rolls_the_apps_using_it_at_a_bounded_rate) {
     th_resp_free(&r);
     ck_assert_int_eq(create_app_at(port, "lg", 1, ", \"sidecars\": [\"logs\"]", &r), 201);
     th_resp_free(&r);
-    char rv_plain[32], rv_lg[32];
-    json_t *d = ks_deployment("plain", NULL);
+    /* a cron job's template takes sidecars too; one without any is left alone */
+    ck_assert_int_eq(create_cron("nightly", "\"sidecars\": [\"envoy\"], "), 201);
+    ck_assert_int_eq(create_cron("hourly", ""), 201);
+    int held = 0;
+    ck_assert_int_ge(ks_cron_images("nightly", "envoy", "envoyproxy/envoy:v1.30", &held, NULL, 0),
+                     1);
+    char rv_plain[32], rv_lg[32], rv_cron[32];
+    json_t *d = ks_cron_object("hourly");
+    ck_assert_ptr_nonnull(d);
+    snprintf(rv_cron, sizeof rv_cron, "%s", meta_str(d, "resourceVersion", NULL));
+    json_decref(d);
+    d = ks_deployment("plain", NULL);
     ck_assert_ptr_nonnull(d);
     snprintf(rv_plain, sizeof rv_plain, "%s", meta_str(d, "resourceVersion", NULL));
     json_decref(d);
@@ -537,12 +610,67 @@ START_TEST(catalogue_change_rolls_the_apps_using_it_at_a_bounded_rate) {
     ck_assert_str_eq(meta_str(d, "resourceVersion", NULL), rv_lg);
     json_decref(d);
     ck_assert_int_ge(log_count_at_least("rolled to the changed sidecar catalogue", N), N);
+    /* the cron job using envoy rolls too (its CronJobs, within the same rate), by the
+     * reconciler; the one without sidecars is not written */
+    int with = 0;
+    char by[64] = "";
+    for (int t = 0; t < 600; t++) {
+        with = ks_cron_images("nightly", "envoy", "envoyproxy/envoy:v1.31", &held, by, sizeof by);
+        if (held > 0 && with == held)
+            break;
+        ts_sleep_ms(100);
+    }
+    ck_assert_int_ge(held, 1);
+    ck_assert_int_eq(with, held);
+    ck_assert_str_eq(by, "fleetgate-reconciler");
+    ck_assert_int_ge(log_count_at_least("cron job shop/nightly rolled to the changed sidecar", 1),
+                     1);
+    d = ks_cron_object("hourly");
+    ck_assert_str_eq(meta_str(d, "resourceVersion", NULL), rv_cron);
+    json_decref(d);
+    /* a user's change of a cron job takes the catalogue as reloaded, at once */
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/cronjobs/hourly", dev,
+                          "{\"spec\": {\"jobTemplate\": {\"sidecars\": [\"envoy\"]}}}", true, &r),
+                     200);
+    th_resp_free(&r);
+    ck_assert_int_eq(ks_cron_images("hourly", "envoy", "envoyproxy/envoy:v1.31", &held, NULL, 0),
+                     held);
+    ck_assert_int_ge(held, 1);
+    /* and so does an app's */
+    ck_assert_int_eq(call("PATCH", "/v1/projects/shop/apps/plain", dev,
+                          "{\"spec\": {\"sidecars\": [\"envoy\"]}}", true, &r),
+                     200);
+    th_resp_free(&r);
+    int at_plain = -1;
+    d = ks_deployment("plain", &at_plain);
+    char *envoy = ks_image(at_plain, "plain", "envoy");
+    ck_assert_str_eq(envoy ? envoy : "(none)", "envoyproxy/envoy:v1.31");
+    free(envoy);
+    json_decref(d);
 
     /* envoy removed from the catalogue: the apps keep running it, and it is said */
     cfg = config_text("[{\"name\": \"logs\", \"image\": \"fluent/fluent-bit:3.0\"}]", "prod");
     reload_with(cfg, RELOADED);
     free(cfg);
-    ck_assert_int_eq(log_count_at_least("which the catalogue no longer holds", N), N);
+    ck_assert_int_ge(log_count_at_least("which the catalogue no longer holds", N + 1), N + 1);
+    ck_assert_int_ge(log_count_at_least("cron job shop/nightly uses sidecar envoy", 1), 1);
+    ck_assert_int_eq(ks_cron_images("nightly", "envoy", "envoyproxy/envoy:v1.31", &held, NULL, 0),
+                     held);
+    /* a repair then keeps it as it runs: one CronJob deleted by hand comes back with it */
+    ck_assert_int_ge(held, 2);
+    int gone_from = -1;
+    for (int i = 0; i < 3 && gone_from < 0; i++)
+        if (tk_call(&ks, i, "DELETE", "/apis/batch/v1/namespaces/shop/cronjobs/nightly", NULL,
+                    NULL) == 200)
+            gone_from = i;
+    ck_assert_int_ge(gone_from, 0);
+    int back = 0, was_held = held;
+    for (int t = 0; t < 600 && !(held == was_held && back == held); t++) {
+        ts_sleep_ms(100);
+        back = ks_cron_images("nightly", "envoy", "envoyproxy/envoy:v1.31", &held, NULL, 0);
+    }
+    ck_assert_int_eq(held, was_held);
+    ck_assert_int_eq(back, held);
     for (int i = 0; i < N; i++) {
         int h = -1;
         json_t *o = ks_deployment(name[i], &h);
