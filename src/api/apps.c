@@ -532,25 +532,30 @@ static void roll_back(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outco
  * first_reads_send sends (false when it replied: nothing is pending), first_reads_recv reads
  * (false when it replied); in between, this thread makes no Redis call.
  *
- * A create also sends its quota reservation with these reads (want not NULL), guarded by the
- * limits this replica last read (limits_recall). f->decided says whether the script decided
- * (f->verdict: reserved, or refused; *proj is then NULL, the project being known to exist);
- * when it did not, the create reserves as a scale does. */
+ * A create or a scale also sends its quota reservation with these reads (want not NULL),
+ * guarded by the limits this replica last read (limits_recall). f->decided says whether the
+ * script decided (f->verdict: reserved, or refused; *proj is then NULL, the project being known
+ * to exist); when it did not, the write reserves after (write_quota_or_reply). A scale
+ * (scale_to >= 0) also reads the scalers of app name, and first_reads_recv refuses a count
+ * outside their bounds (sc_bounds_read_or_reply) before anything else. */
 typedef struct {
     fg_redis_batch_t *b;
     rd_ctx_t pc;
     rd_at_t pat, at;
-    size_t jobs, quota_at;
+    size_t jobs, quota_at, scalers_at;
+    int64_t scale_to;
     bool decided;
     fg_cache_quota_verdict_t verdict;
 } first_reads_t;
 
 static bool first_reads_send(fg_req_t *req, const char *project, const char *name, const char *tier,
-                             const int64_t *want, rd_ctx_t *c, first_reads_t *f) {
+                             const int64_t *want, rd_ctx_t *c, int64_t scale_to, first_reads_t *f) {
     fg_api_t *api = fg_req_app(req);
     char why[256];
     f->b = fg_redis_batch_new();
     f->quota_at = SIZE_MAX;
+    f->scale_to = scale_to;
+    f->scalers_at = scale_to >= 0 ? sc_bounds_add(req, project, f->b) : SIZE_MAX;
     f->decided = false;
     memset(&f->verdict, 0, sizeof f->verdict);
     bool ok =
@@ -591,7 +596,11 @@ static bool first_reads_recv(fg_req_t *req, first_reads_t *f, const char *projec
     if (!ok) {
         FG_LOG(FG_LOG_ERROR, fg_req_id(req), "read %s: %s", fg_req_path(req), why);
         fg_reply_problem(req, FG_PROBLEM_REDIS_UNAVAILABLE, "%s", why);
-    } else {
+    }
+    /* the scaler's bounds first, as a scale answered them before it read anything else */
+    if (ok && f->scalers_at != SIZE_MAX)
+        ok = sc_bounds_read_or_reply(req, name, f->scale_to, f->b, f->scalers_at);
+    if (ok) {
         f->decided = f->quota_at != SIZE_MAX &&
                      fg_cache_quota_reserve_read(f->b, f->quota_at, &f->verdict) == FG_OK &&
                      !f->verdict.need_uses;
@@ -622,19 +631,11 @@ static bool first_reads_recv(fg_req_t *req, first_reads_t *f, const char *projec
     return ok;
 }
 
-static bool first_reads_or_reply(fg_req_t *req, const char *project, const char *name,
-                                 const char *tier, json_t **proj, rd_ctx_t *c, size_t *found,
-                                 json_t **running) {
-    first_reads_t f;
-    return first_reads_send(req, project, name, tier, NULL, c, &f) &&
-           first_reads_recv(req, &f, project, name, tier, proj, c, found, running);
-}
-
-/* The quota of a create: what the script sent with the first reads decided, else reserved now
- * (quota_with_or_reply; proj is only read then). */
-static bool create_quota_or_reply(fg_req_t *req, const first_reads_t *f, const char *project,
-                                  const json_t *proj, const json_t *spec, const char *name,
-                                  int64_t replicas, const json_t *running) {
+/* The quota of a create or a scale: what the script sent with the first reads decided, else
+ * reserved now (quota_with_or_reply; proj is only read then). */
+static bool write_quota_or_reply(fg_req_t *req, const first_reads_t *f, const char *project,
+                                 const json_t *proj, const json_t *spec, const char *name,
+                                 int64_t replicas, const json_t *running) {
     if (!f->decided)
         return quota_with_or_reply(req, proj, spec, name, replicas, !dry_run(req), running);
     if (f->verdict.reserved)
@@ -681,7 +682,7 @@ int fg_api_create_app(fg_req_t *req) {
     app_want(req, spec, replicas, want);
     first_reads_t f;
     if (!first_reads_send(req, project, name, as_tier(spec),
-                          placed == FG_OK && !dry_run(req) ? want : NULL, &c, &f))
+                          placed == FG_OK && !dry_run(req) ? want : NULL, &c, -1, &f))
         goto out;
     snprintf(path, sizeof path, "/apis/apps/v1/namespaces/%s/deployments", project);
     if (placed == FG_OK && !dry_run(req)) {
@@ -719,7 +720,7 @@ int fg_api_create_app(fg_req_t *req) {
         place_failed(req, placed, &p, why);
         goto out;
     }
-    if (!create_quota_or_reply(req, &f, project, proj, spec, name, replicas, running))
+    if (!write_quota_or_reply(req, &f, project, proj, spec, name, replicas, running))
         goto out;
     if (dry_run(req)) {
         rc = reply_dry_run(req, app, &p);
@@ -1083,17 +1084,13 @@ int fg_api_scale_app(fg_req_t *req) {
     app_t a;
     if (!app_or_reply(req, &a))
         return FG_OK;
-    if (!sc_bounds_or_reply(req, a.project, a.name, replicas)) { /* its scalers' bounds */
-        rd_objs_free(a.objs, a.c.nparts);
-        return FG_OK;
-    }
     fg_fed_write_t w[FG_FED_MAX_CLUSTERS];
     fg_fed_outcome_t live[FG_FED_MAX_CLUSTERS];
     json_t *bodies[FG_FED_MAX_CLUSTERS] = {NULL}, *spec = NULL, *proj = NULL, *explain = NULL,
            *shards = NULL, *running = NULL;
     size_t n = app_writes(&a, FG_KUBE_GET, NULL, w);
     int rc = FG_OK;
-    bool only[FG_FED_MAX_CLUSTERS] = {false};
+    bool only[FG_FED_MAX_CLUSTERS] = {false}, reserved = false;
     memset(live, 0, sizeof live);
     spec = cached_spec(&a);
     if (spec == NULL && !wr_fanout_or_reply(req, w, n, live))
@@ -1101,17 +1098,35 @@ int fg_api_scale_app(fg_req_t *req) {
     if (spec == NULL)
         spec = current_spec(&a, live, n);
     json_object_set_new(spec, "replicas", json_integer(replicas));
-    if (!first_reads_or_reply(req, a.project, a.name, as_tier(spec), &proj, NULL, NULL, &running))
-        goto out;
     fg_api_t *api = fg_req_app(req);
     for (size_t i = 0; i < api->cfg->nclusters && i < FG_FED_MAX_CLUSTERS; i++)
         for (size_t j = 0; j < n; j++)
             only[i] = only[i] || strcmp(api->cfg->clusters[i].name, w[j].cluster) == 0;
+    /* As a create: placed first (it needs nothing the reads bring), then one round trip reads
+     * the scalers' bounds, the project and the running job sets, and reserves the quota when
+     * this replica knows the tier's limits; what the reads find is answered first. */
     fg_fed_placement_t p;
     fg_fed_cluster_t placed_over[FG_FED_MAX_CLUSTERS];
-    if (!place_or_reply(req, spec, replicas, only, placed_over, &p) ||
-        !quota_with_or_reply(req, proj, spec, a.name, replicas, !dry_run(req), running))
+    char why[256] = "";
+    int placed = place_in(api, spec, replicas, only, placed_over, &p, why, sizeof why);
+    int64_t want[3];
+    app_want(req, spec, replicas, want);
+    first_reads_t f;
+    if (!first_reads_send(req, a.project, a.name, as_tier(spec),
+                          placed == FG_OK && !dry_run(req) ? want : NULL, NULL, replicas, &f))
         goto out;
+    bool read =
+        first_reads_recv(req, &f, a.project, a.name, as_tier(spec), &proj, NULL, NULL, &running);
+    reserved = f.decided && f.verdict.reserved;
+    if (!read)
+        goto out;
+    if (placed != FG_OK) {
+        place_failed(req, placed, &p, why);
+        goto out;
+    }
+    if (!write_quota_or_reply(req, &f, a.project, proj, spec, a.name, replicas, running))
+        goto out;
+    reserved = !dry_run(req);
     if (dry_run(req)) {
         json_t *app = json_pack("{s:s,s:O}", "name", a.name, "spec", spec);
         rc = reply_dry_run(req, app, &p);
@@ -1120,6 +1135,7 @@ int fg_api_scale_app(fg_req_t *req) {
     }
     if (!wr_audit_or_reply(req, "scale the app's Deployments"))
         goto out;
+    reserved = false; /* the clusters take it from here: kept until the cache shows it */
     explain = fg_fed_explain(&p, fg_wall_ms());
     shards = json_object(); /* every holder keeps its Deployment, some at 0 */
     for (size_t j = 0; j < n; j++) {
@@ -1138,6 +1154,8 @@ int fg_api_scale_app(fg_req_t *req) {
     app_writes(&a, FG_KUBE_PATCH, bodies, w);
     rc = apply_and_reply(req, &a, w, n, explain);
 out:
+    if (reserved) /* reserved for a scale that ends here */
+        quota_release(req, a.project, spec, a.name);
     fg_fed_outcomes_clear(live, n);
     for (size_t i = 0; i < n; i++)
         json_decref(bodies[i]);

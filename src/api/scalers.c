@@ -8,22 +8,24 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The scalers targeting app's Deployment, from the cache: {name: {"min", "max", "clusters": [..]}}
- * summed over clusters (a new reference), or NULL when it replied 503 (reply) or Redis failed. */
-static json_t *scalers_of(fg_req_t *req, const char *project, const char *app, bool reply) {
-    fg_api_t *api = fg_req_app(req);
-    fg_redis_batch_t *b = fg_redis_batch_new();
+/* The reads of every cluster's cached scalers of project, added to b; the index of the first. */
+static size_t scalers_add(const fg_api_t *api, const char *project, fg_redis_batch_t *b) {
+    size_t at = fg_redis_batch_len(b);
     fg_cache_key_t k;
     for (size_t i = 0; i < api->cfg->nclusters; i++)
         fg_redis_batch_addv(b, "HGETALL",
                             fg_cache_key_objects(&k, "scaler", api->cfg->clusters[i].name, project),
                             NULL);
-    char why[128];
-    bool ok = reply ? rd_batch_or_reply(req, api, b)
-                    : fg_redis_batch_run(api->redis, b, why, sizeof why) == FG_OK;
-    json_t *found = ok ? json_object() : NULL;
-    for (size_t i = 0; ok && i < api->cfg->nclusters; i++) {
-        const fg_redis_reply_t *h = fg_redis_batch_reply(b, i);
+    return at;
+}
+
+/* The scalers targeting app's Deployment among those scalers_add read (from index at of b):
+ * {name: {"min", "max", "clusters": [..]}} summed over clusters (a new reference). */
+static json_t *scalers_read(fg_req_t *req, const char *app, const fg_redis_batch_t *b, size_t at) {
+    fg_api_t *api = fg_req_app(req);
+    json_t *found = json_object();
+    for (size_t i = 0; i < api->cfg->nclusters; i++) {
+        const fg_redis_reply_t *h = fg_redis_batch_reply(b, at + i);
         for (size_t r = 1; r < fg_redis_reply_len(h); r += 2) {
             json_t *o = rd_parse_object(fg_redis_reply_at(h, r), fg_req_id(req));
             const json_t *target = json_object_get(o, "target");
@@ -46,14 +48,30 @@ static json_t *scalers_of(fg_req_t *req, const char *project, const char *app, b
             json_decref(o);
         }
     }
+    return found;
+}
+
+/* The scalers targeting app's Deployment, from the cache (scalers_read's), or NULL when Redis
+ * failed. */
+static json_t *scalers_of(fg_req_t *req, const char *project, const char *app) {
+    fg_api_t *api = fg_req_app(req);
+    fg_redis_batch_t *b = fg_redis_batch_new();
+    size_t at = scalers_add(api, project, b);
+    char why[128];
+    json_t *found = fg_redis_batch_run(api->redis, b, why, sizeof why) == FG_OK
+                        ? scalers_read(req, app, b, at)
+                        : NULL;
     fg_redis_batch_free(b);
     return found;
 }
 
-bool sc_bounds_or_reply(fg_req_t *req, const char *project, const char *app, int64_t replicas) {
-    json_t *bounds = scalers_of(req, project, app, true);
-    if (bounds == NULL)
-        return false;
+size_t sc_bounds_add(fg_req_t *req, const char *project, fg_redis_batch_t *b) {
+    return scalers_add(fg_req_app(req), project, b);
+}
+
+bool sc_bounds_read_or_reply(fg_req_t *req, const char *app, int64_t replicas,
+                             const fg_redis_batch_t *b, size_t at) {
+    json_t *bounds = scalers_read(req, app, b, at);
     bool ok = true;
     const char *name;
     json_t *sum;
@@ -486,7 +504,7 @@ int fg_api_delete_scaler(fg_req_t *req) {
 }
 
 void sc_follow(fg_req_t *req, const char *project, const char *app) {
-    json_t *scalers = scalers_of(req, project, app, false);
+    json_t *scalers = scalers_of(req, project, app);
     const char *name;
     json_t *sum;
     json_object_foreach(scalers, name, sum) {

@@ -69,9 +69,13 @@ void js_roll_back(fg_req_t *req, const fg_fed_write_t *w, const fg_fed_outcome_t
                   const char *path);
 
 /* A manual scale of app to replicas must be within the bounds of each scaler targeting it (its
- * HPAs' minReplicas and maxReplicas summed over clusters, from the cache): 409 naming the scaler
- * and its bounds otherwise (or 503). (scalers.c) */
-bool sc_bounds_or_reply(fg_req_t *req, const char *project, const char *app, int64_t replicas);
+ * HPAs' minReplicas and maxReplicas summed over clusters, from the cache), in two halves so the
+ * reads ride in the scale's other reads: sc_bounds_add adds the reads of project's scalers to b
+ * (the index of the first), sc_bounds_read_or_reply judges them once b ran: 409 naming the
+ * scaler and its bounds (false) otherwise. (scalers.c) */
+size_t sc_bounds_add(fg_req_t *req, const char *project, fg_redis_batch_t *b);
+bool sc_bounds_read_or_reply(fg_req_t *req, const char *app, int64_t replicas,
+                             const fg_redis_batch_t *b, size_t at);
 /* Every wrong field of a Scaler body (read-only members ignored), into v. (scalers.c) */
 void sc_validate(vd_t *v, const json_t *sc);
 /* After app's Deployments moved (a placement change): every scaler fleetgate made for it puts
