@@ -1126,13 +1126,13 @@ int fg_api_scale_app(fg_req_t *req) {
     }
     if (!write_quota_or_reply(req, &f, a.project, proj, spec, a.name, replicas, running))
         goto out;
-    reserved = !dry_run(req);
-    if (dry_run(req)) {
+    if (dry_run(req)) { /* nothing reserved */
         json_t *app = json_pack("{s:s,s:O}", "name", a.name, "spec", spec);
         rc = reply_dry_run(req, app, &p);
         json_decref(app);
         goto out;
     }
+    reserved = true;
     if (!wr_audit_or_reply(req, "scale the app's Deployments"))
         goto out;
     reserved = false; /* the clusters take it from here: kept until the cache shows it */

@@ -68,8 +68,6 @@ void as_sidecars_digest(const json_t *spec, const fg_config_t *cfg, char out[17]
 const char *as_sidecar_missing(const json_t *spec, const fg_config_t *cfg);
 /* Where an object's pod template is (the members leading to it, NULL-terminated). */
 extern const char *const as_deployment_template[], *const as_cronjob_template[];
-#define AS_DEPLOYMENT_TEMPLATE as_deployment_template
-#define AS_CRONJOB_TEMPLATE    as_cronjob_template
 /* A sidecar spec names that cfg's catalogue no longer holds stays as the running object live
  * has it: in obj (built from cfg, so without it) its container is copied from live's pod
  * template (at path), with live's sidecar digest label and template list; nothing when the

@@ -771,7 +771,7 @@ int cj_repair(fg_api_t *api, const fg_config_t *cfg, const char *project, const 
         if (held && cur == NULL)
             continue; /* could not be read: next pass */
         json_t *b = cj_cronjob(cj, project, comp[i], par[i], off[i], ann, cfg);
-        as_keep_gone_sidecars(b, cur ? cur : first, AS_CRONJOB_TEMPLATE, tmpl, cfg);
+        as_keep_gone_sidecars(b, cur ? cur : first, as_cronjob_template, tmpl, cfg);
         cj_mark_shards(b, k);
         const json_t *own =
             cur ? json_object_get(json_object_get(cur, "spec"), "suspend") : suspend;

@@ -570,7 +570,7 @@ static void reconcile_app(struct rc_apps *r, const fleet_t *f, const app_t *a,
              * catalogue change */
             bodies[nw] =
                 as_deployment(app, a->project, share, json_object_get(meta, "annotations"), cfg);
-            as_keep_gone_sidecars(bodies[nw], mine ? mine : newest, AS_DEPLOYMENT_TEMPLATE,
+            as_keep_gone_sidecars(bodies[nw], mine ? mine : newest, as_deployment_template,
                                   json_object_get(app, "spec"), cfg);
             json_t *dm = json_object_get(bodies[nw], "metadata");
             as_mark(dm, target, name);
