@@ -46,3 +46,15 @@ $(SCALE_BENCH): $(BUILD)/obj/tests/bench/scale_bench.o $(TEST_SUPPORT_OBJ) $(LIB
 
 bench-scale: all $(SCALE_BENCH)
 	FG_BUILD=$(BUILD) $(SCALE_BENCH) $(BENCH_SCALE_S) $(BENCH_SCALE_RATE)
+
+# make bench-scale-sweep: tests/bench/scale_sweep.sh: scale_bench BENCH_SWEEP_RUNS times (default
+# 3) at each of BENCH_SWEEP_RATES, interleaved, BENCH_SWEEP_S seconds each (default 20): the median
+# p99 per rate and the highest rate that meets the goal on this machine. Not in make test.
+BENCH_SWEEP_S ?= 20
+BENCH_SWEEP_RUNS ?= 3
+BENCH_SWEEP_RATES ?= 100 125 150 175 200
+
+.PHONY: bench-scale-sweep
+
+bench-scale-sweep: all $(SCALE_BENCH)
+	FG_BUILD=$(BUILD) tests/bench/scale_sweep.sh $(BENCH_SWEEP_S) $(BENCH_SWEEP_RUNS) $(BENCH_SWEEP_RATES)

@@ -9,10 +9,16 @@
  * POST .../apps/{app}:scale at RATE/THREADS a second each, open loop (a late request does not
  * push back the next one's schedule), replicas alternating 3 and 4. The reference then sends the
  * same number of merge patches of spec.replicas straight to kubesim at the same rate, to as many
- * Deployments fleetgate does not manage (so its reconciler leaves them alone). Prints the
- * achieved rate, p50/p99/max and errors of each and the p50/p99 ratios.
- * Usage: scale_bench [SECONDS] [RATE] (default 30 200); FG_BUILD names the build dir. Not part
- * of make test (make bench-scale). */
+ * Deployments fleetgate does not manage (so its reconciler leaves them alone). Each half starts
+ * with WARM_S seconds at the same rate that are not counted (nor in the CPU figures): the stack
+ * is still settling from the set-up then (48 Deployments made just before: their pods' starts,
+ * watch events and history), which made the first second of a counted 150/s run a p50 of 88 ms
+ * against 10-20 ms after (and nothing of the kind after 4 s idle instead). Prints the achieved
+ * rate, p50/p99/max and errors of each and the p50/p99 ratios.
+ * Usage: scale_bench [SECONDS] [RATE] (default 30 200); FG_BUILD names the build dir;
+ * FG_BENCH_TRACE=FILE writes each counted scale through fleetgate as a line "due latency worker"
+ * (seconds from the start, ms), to see when the slow ones came. Not part of make test (make
+ * bench-scale; tests/bench/scale_sweep.sh runs it over several rates). */
 #include "testhttp.h"
 #include "testjwt.h"
 #include "testkubesim.h"
@@ -29,8 +35,10 @@
 
 #define THREADS 8
 #define APPS    (THREADS * 3)
+#define WARM_S  2
 
 static uint16_t ports[2];
+static int sent[THREADS]; /* scales each worker sent so far, warm-ups included */
 static char *admin;
 static tk_sim_t ks;
 static int seconds = 30, rate = 200;
@@ -43,7 +51,9 @@ static size_t sink(char *p, size_t sz, size_t n, void *ud) {
 typedef struct {
     int id;
     bool direct; /* the reference: straight to kubesim */
+    int seconds; /* how long it sends */
     double *ms;  /* one latency a request */
+    double *at;  /* when each was due, in s from the run's start (FG_BENCH_TRACE) */
     int n, errors;
     long code[8]; /* the statuses of the errors (-1: no answer in 10 s), and how many of each */
     int ncode[8];
@@ -76,14 +86,16 @@ static void *worker_main(void *arg) {
     worker_t *w = arg;
     CURL *c = curl_easy_init();
     double per_s = (double)rate / THREADS;
-    int total = (int)(per_s * seconds);
+    int total = (int)(per_s * w->seconds);
     uint64_t start = fg_now_ns(), gap = (uint64_t)(1e9 / per_s);
     w->ms = calloc((size_t)total + 1, sizeof *w->ms);
+    w->at = calloc((size_t)total + 1, sizeof *w->at);
     for (int i = 0; i < total; i++) {
         uint64_t due = start + (uint64_t)i * gap + (uint64_t)w->id * gap / THREADS, now;
         while ((now = fg_now_ns()) < due)
             nanosleep(&(struct timespec){0, (long)(due - now)}, NULL);
-        int app = w->id * 3 + i % 3, replicas = 3 + (i / 3) % 2;
+        /* the sequence goes on from the warm-up, so each scale changes its app's replicas */
+        int seq = sent[w->id]++, app = w->id * 3 + seq % 3, replicas = 3 + (seq / 3) % 2;
         long s;
         if (w->direct) {
             char path[160], body[64];
@@ -94,6 +106,7 @@ static void *worker_main(void *arg) {
             s = scale_through(c, ports[w->id % 2], app, replicas);
         }
         /* from when it was due: a request that waited for an earlier one counts that wait */
+        w->at[w->n] = (double)(due - start) / 1e9;
         w->ms[w->n++] = (double)(fg_now_ns() - due) / 1e6;
         w->errors += s != 200;
         for (int k = 0; s != 200 && k < 8; k++)
@@ -136,10 +149,10 @@ static int cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* Runs the workers; prints and returns p50/p99. */
-/* The CPU (s) the stack has spent so far: both fleetgate replicas, kubesim, Redis; and when. */
+/* The CPU (s) the stack has spent so far: both fleetgate replicas, kubesim, Redis; the load
+ * generator's (this process, on the same cores); and when. */
 typedef struct {
-    double cpu[3], wall;
+    double cpu[3], load, wall;
 } stack_cpu_t;
 
 static void stack_cpu(const pid_t d[2], pid_t redis_pid, stack_cpu_t *out) {
@@ -148,6 +161,7 @@ static void stack_cpu(const pid_t d[2], pid_t redis_pid, stack_cpu_t *out) {
     out->cpu[0] = cpu_s(d[0]) + cpu_s(d[1]);
     out->cpu[1] = cpu_s(ks.pid);
     out->cpu[2] = cpu_s(redis_pid);
+    out->load = cpu_s(getpid());
     out->wall = (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
@@ -158,32 +172,61 @@ static void busy(const char *what, const stack_cpu_t *a, const stack_cpu_t *b) {
     for (int i = 0; i < 3; i++)
         all += b->cpu[i] - a->cpu[i];
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    printf("cores busy during the %s: %.2f of %ld (fleetgate %.2f, kubesim %.2f, redis %.2f)%s\n",
+    printf("cores busy during the %s: %.2f of %ld (fleetgate %.2f, kubesim %.2f, redis %.2f; "
+           "besides, the load generator %.2f)%s\n",
            what, all / wall, cores, (b->cpu[0] - a->cpu[0]) / wall, (b->cpu[1] - a->cpu[1]) / wall,
-           (b->cpu[2] - a->cpu[2]) / wall,
+           (b->cpu[2] - a->cpu[2]) / wall, (b->load - a->load) / wall,
            all / wall > 0.8 * (double)cores ? ": saturated, latencies are queueing" : "");
 }
 
-static void run(const char *what, bool direct, double *p50, double *p99, int *errors) {
-    worker_t w[THREADS];
+/* Sends RATE scales a second for secs seconds from THREADS workers; w[] holds what they saw. */
+static void send_for(bool direct, int secs, worker_t w[THREADS]) {
     pthread_t th[THREADS];
-    uint64_t t0 = fg_now_ns();
     for (int i = 0; i < THREADS; i++) {
-        w[i] = (worker_t){.id = i, .direct = direct};
+        w[i] = (worker_t){.id = i, .direct = direct, .seconds = secs};
         pthread_create(&th[i], NULL, worker_main, &w[i]);
     }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+}
+
+/* The warm-up: WARM_S seconds at the rate, nothing kept but its errors (it fails like a run). */
+static int warm_up(bool direct) {
+    worker_t w[THREADS];
+    int errors = 0;
+    send_for(direct, WARM_S, w);
+    for (int i = 0; i < THREADS; i++) {
+        errors += w[i].errors;
+        free(w[i].ms);
+        free(w[i].at);
+    }
+    return errors;
+}
+
+/* Runs the workers for the counted seconds; prints and returns p50/p99. */
+static void run(const char *what, bool direct, double *p50, double *p99, int *errors) {
+    worker_t w[THREADS];
+    uint64_t t0 = fg_now_ns();
+    send_for(direct, seconds, w);
     int n = 0;
     *errors = 0;
     for (int i = 0; i < THREADS; i++) {
-        pthread_join(th[i], NULL);
         n += w[i].n;
         *errors += w[i].errors;
     }
     double secs = (double)(fg_now_ns() - t0) / 1e9, *all = calloc((size_t)n + 1, sizeof *all);
+    const char *trace = getenv("FG_BENCH_TRACE");
+    FILE *tf = trace && !direct ? fopen(trace, "w") : NULL;
+    for (int i = 0; tf && i < THREADS; i++)
+        for (int k = 0; k < w[i].n; k++)
+            fprintf(tf, "%.4f %.3f %d\n", w[i].at[k], w[i].ms[k], i);
+    if (tf)
+        fclose(tf);
     for (int i = 0, k = 0; i < THREADS; i++) {
         memcpy(all + k, w[i].ms, (size_t)w[i].n * sizeof *all);
         k += w[i].n;
         free(w[i].ms);
+        free(w[i].at);
     }
     qsort(all, (size_t)n, sizeof *all, cmp);
     *p50 = all[n / 2];
@@ -280,10 +323,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "scale_bench: the daemons, the project or the apps did not come up\n");
         return 1;
     }
-    printf("%d apps of 3 replicas over 3 clusters; %d client threads; %d scales/s for %d s\n", APPS,
-           THREADS, rate, seconds);
+    printf("%d apps of 3 replicas over 3 clusters; %d client threads; %d scales/s for %d s, each "
+           "half after %d s at that rate not counted\n",
+           APPS, THREADS, rate, seconds, WARM_S);
     double f50, f99, d50, d99;
-    int ferr, derr;
+    int ferr, derr, werr = warm_up(false);
     stack_cpu_t before, after;
     stack_cpu(d, redis.pid, &before);
     run("scale through fleetgate (2 replicas)", false, &f50, &f99, &ferr);
@@ -294,17 +338,20 @@ int main(int argc, char **argv) {
            (after.cpu[0] - before.cpu[0]) * 1e3 / n, (after.cpu[1] - before.cpu[1]) * 1e3 / n,
            (after.cpu[2] - before.cpu[2]) * 1e3 / n);
     busy("fleetgate run", &before, &after);
+    werr += warm_up(true);
     stack_cpu(d, redis.pid, &before);
     run("replicas patch straight to kubesim", true, &d50, &d99, &derr);
     stack_cpu(d, redis.pid, &after);
     busy("direct run", &before, &after);
     printf("ratio fleetgate / direct: p50 %.2f  p99 %.2f   (goal: p99 < 50 ms, no error)\n",
            f50 / d50, f99 / d99);
+    if (werr)
+        printf("errors in the warm-ups (not counted above): %d\n", werr);
     for (int i = 0; i < 2; i++)
         th_daemon_stop(d[i], SIGTERM, 5000);
     tk_stop(&ks);
     tr_redis_stop(&redis);
     tj_keys_remove(&keys);
     free(admin);
-    return ferr || derr ? 1 : 0;
+    return ferr || derr || werr ? 1 : 0;
 }
