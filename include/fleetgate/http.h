@@ -127,6 +127,10 @@ void fg_router_free(fg_router_t *r);
 int fg_router_match(const fg_router_t *r, const char *method, const char *path,
                     fg_route_match_t *m);
 void fg_route_match_clear(fg_route_match_t *m);
+/* Whether a request of this method on this route is a write: its rate class is write, or the
+ * default with a method that changes something (not GET, HEAD or OPTIONS). Writes are charged to
+ * the write rate limit and their handlers run off the connection's thread (server.c). */
+bool fg_route_is_write(const fg_route_t *route, const char *method);
 
 /* ---- the server -------------------------------------------------------- */
 
@@ -166,6 +170,9 @@ typedef struct {
     unsigned cors_max_age_s;
 } fg_http_options_t;
 
+/* The threads that run the handlers of writes for a server of that many workers (server.c,
+ * "Handlers off the connection's thread"): a pool that calls Redis sizes itself for them too. */
+unsigned fg_http_pool_threads(unsigned workers);
 /* Creates and starts the server (listening when it returns FG_OK). Routes are borrowed.
  * FG_EIO when the address cannot be bound (logged with the reason). */
 int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,

@@ -26,15 +26,15 @@ int fg_api_new(fg_api_t **out, const fg_config_t *cfg) {
         fg_log(FG_LOG_INFO, NULL, "docs_file %s not found: /docs answers 404 (make docs builds it)",
                cfg->docs_file);
     }
-    /* The read APIs' own pool (one connection per worker, and one each for the reconciler and
-     * the registry's refresher, so neither holds a worker's), apart from the rate limiter's so a
-     * slow page never queues behind a rate-limit check or the other way round. Its deadline is
-     * short (redis.timeout_ms): a hung Redis must cost a read a few ms (the pool's breaker),
-     * not a worker for a second. */
-    if (fg_redis_new(
-            &api->redis, cfg->redis_url, (unsigned)(cfg->workers > 0 ? cfg->workers : 1) + 2,
-            (unsigned)(cfg->redis_call_timeout_ms > 0 ? cfg->redis_call_timeout_ms : 250)) !=
-        FG_OK) {
+    /* The API's own pool (one connection per worker and per thread of the writes' handler pool,
+     * and one each for the reconciler and the registry's refresher, so neither holds a
+     * worker's), apart from the rate limiter's so a slow page never queues behind a rate-limit
+     * check or the other way round. Its deadline is short (redis.timeout_ms): a hung Redis must
+     * cost a read a few ms (the pool's breaker), not a worker for a second. */
+    unsigned workers = (unsigned)(cfg->workers > 0 ? cfg->workers : 1);
+    if (fg_redis_new(&api->redis, cfg->redis_url, workers + fg_http_pool_threads(workers) + 2,
+                     (unsigned)(cfg->redis_call_timeout_ms > 0 ? cfg->redis_call_timeout_ms
+                                                               : 250)) != FG_OK) {
         fg_log(FG_LOG_ERROR, NULL, "redis.url: cannot use it for the read APIs");
         fg_api_free(api);
         return FG_EINVAL;

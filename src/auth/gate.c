@@ -434,10 +434,8 @@ static int ws_bearer(const fg_req_t *req, char **owned, const char **tok, size_t
     return FG_OK;
 }
 
-static fg_rl_class_t rl_class(const fg_req_t *req, fg_rate_class_t c) {
-    if (c == FG_RATE_WRITE || (c == FG_RATE_DEFAULT && is_mutating(fg_req_method(req))))
-        return FG_RL_WRITE;
-    return FG_RL_READ;
+static fg_rl_class_t rl_class(const fg_req_t *req, const fg_route_t *route) {
+    return fg_route_is_write(route, fg_req_method(req)) ? FG_RL_WRITE : FG_RL_READ;
 }
 
 static int rate_limit(fg_req_t *req, reqstate_t *st, const fg_route_t *route) {
@@ -446,7 +444,7 @@ static int rate_limit(fg_req_t *req, reqstate_t *st, const fg_route_t *route) {
     fg_rate_result_t res;
     if (a->rl == NULL || route->rate == FG_RATE_NONE)
         return FG_OK;
-    fg_ratelimit_charge(a->rl, rl_class(req, route->rate), sub, st->project, 1000, false, &res);
+    fg_ratelimit_charge(a->rl, rl_class(req, route), sub, st->project, 1000, false, &res);
     if (res.local)
         fg_metric_add(a->m_fallback, NULL, 1);
     st->rate = res;
@@ -454,7 +452,7 @@ static int rate_limit(fg_req_t *req, reqstate_t *st, const fg_route_t *route) {
     if (!res.allowed) {
         char why[160];
         snprintf(why, sizeof why, "over the %s rate limit of %lld calls in a burst; retry in %llds",
-                 rl_class(req, route->rate) == FG_RL_WRITE ? "write" : "read", (long long)res.limit,
+                 rl_class(req, route) == FG_RL_WRITE ? "write" : "read", (long long)res.limit,
                  (long long)res.retry_after_s);
         return deny(req, st, FG_PROBLEM_RATE_LIMITED, why);
     }

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int h_echo(fg_req_t *req) {
@@ -50,8 +51,55 @@ static int h_many_headers(fg_req_t *req) {
     return fg_reply_json(req, 200, json_object());
 }
 
+/* A write whose handler waits, at most 5 s, until the test lets it go (held_release); it says
+ * whether it was let go or gave up waiting. */
+static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t held_cv = PTHREAD_COND_INITIALIZER;
+static bool held_entered, held_open, held_gave_up;
+
+static int h_held_write(fg_req_t *req) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    pthread_mutex_lock(&held_mu);
+    held_entered = true;
+    pthread_cond_broadcast(&held_cv);
+    while (!held_open && pthread_cond_timedwait(&held_cv, &held_mu, &until) == 0)
+        ;
+    held_gave_up = !held_open;
+    bool released = held_open;
+    pthread_mutex_unlock(&held_mu);
+    return fg_reply_json(req, 200, json_pack("{s:b}", "released", released));
+}
+
+static void held_reset(void) {
+    pthread_mutex_lock(&held_mu);
+    held_entered = held_open = held_gave_up = false;
+    pthread_mutex_unlock(&held_mu);
+}
+
+static bool held_wait_entered(void) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    pthread_mutex_lock(&held_mu);
+    while (!held_entered && pthread_cond_timedwait(&held_cv, &held_mu, &until) == 0)
+        ;
+    bool entered = held_entered;
+    pthread_mutex_unlock(&held_mu);
+    return entered;
+}
+
+static void held_release(void) {
+    pthread_mutex_lock(&held_mu);
+    held_open = true;
+    pthread_cond_broadcast(&held_cv);
+    pthread_mutex_unlock(&held_mu);
+}
+
 static const fg_route_t routes[] = {
     {.method = "POST", .pattern = "/echo", .handler = h_echo, .body = FG_BODY_JSON},
+    {.method = "POST", .pattern = "/held", .handler = h_held_write, .body = FG_BODY_NONE},
     {.method = "POST",
      .pattern = "/small",
      .handler = h_echo,
@@ -957,12 +1005,99 @@ START_TEST(connections_past_the_limit_are_closed_and_the_server_still_stops) {
 }
 END_TEST
 
+/* One write sent on its own connection; its raw answer into buf. */
+typedef struct {
+    uint16_t port;
+    char buf[4096];
+} held_client_t;
+
+static void *held_client_main(void *arg) {
+    held_client_t *c = arg;
+    static const char req[] = "POST /held HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n";
+    int fd = th_connect(c->port);
+    if (fd >= 0 && send(fd, req, sizeof req - 1, MSG_NOSIGNAL) == (ssize_t)(sizeof req - 1))
+        th_read_all(fd, c->buf, sizeof c->buf, 8000);
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+/* Starts the fixture's server again with one worker: every connection is on that worker. */
+static void one_worker_server(void) {
+    fg_http_server_free(srv);
+    fg_metrics_reset();
+    fg_http_options_t o = {.host = "127.0.0.1",
+                           .workers = 1,
+                           .max_body_bytes = 1024,
+                           .max_connections = 64,
+                           .connection_timeout_s = 5};
+    ck_assert_int_eq(fg_http_server_start(&srv, &o, routes, sizeof routes / sizeof routes[0]),
+                     FG_OK);
+    snprintf(base, sizeof base, "http://127.0.0.1:%u", (unsigned)fg_http_server_port(srv));
+}
+
+/* A write's handler waiting on something (a member cluster) holds no other connection up, even
+ * one that libmicrohttpd serves on the same worker thread: the read is answered while the write
+ * still waits, and the write's answer, made on another thread, goes out whole once it is done.
+ * (With the handler on the worker, the read waited until the write gave up after 5 s.) */
+START_TEST(a_waiting_write_holds_up_no_read_on_its_worker) {
+    one_worker_server();
+    held_reset();
+    held_client_t c = {.port = fg_http_server_port(srv)};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, held_client_main, &c), 0);
+    ck_assert(held_wait_entered());
+    th_resp_t r;
+    call("GET", "/v1/projects/p", NULL, NULL, 0, &r);
+    ck_assert_int_eq(r.status, 200);
+    th_resp_free(&r);
+    pthread_mutex_lock(&held_mu);
+    bool gave_up = held_gave_up;
+    pthread_mutex_unlock(&held_mu);
+    ck_assert_msg(!gave_up, "the read was answered only after the write gave up waiting");
+    held_release();
+    pthread_join(th, NULL);
+    ck_assert_msg(strstr(c.buf, "HTTP/1.1 200") && strstr(c.buf, "{\"released\":true}") &&
+                      strcasestr(c.buf, "X-Request-Id: "),
+                  "%s", c.buf);
+}
+END_TEST
+
+/* Stopping the server while a write's handler still runs waits for it (its connection sleeps
+ * meanwhile, and libmicrohttpd must hold none asleep when it stops), then stops cleanly. */
+static void *release_later(void *arg) {
+    (void)arg;
+    usleep(200 * 1000);
+    held_release();
+    return NULL;
+}
+
+START_TEST(the_server_stops_after_a_write_in_flight_is_done) {
+    one_worker_server();
+    held_reset();
+    held_client_t c = {.port = fg_http_server_port(srv)};
+    pthread_t th, rel;
+    ck_assert_int_eq(pthread_create(&th, NULL, held_client_main, &c), 0);
+    ck_assert(held_wait_entered());
+    ck_assert_int_eq(pthread_create(&rel, NULL, release_later, NULL), 0);
+    fg_http_server_free(srv);
+    srv = NULL;
+    pthread_join(rel, NULL);
+    pthread_join(th, NULL);
+    pthread_mutex_lock(&held_mu);
+    ck_assert(!held_gave_up);
+    pthread_mutex_unlock(&held_mu);
+}
+END_TEST
+
 static Suite *server_suite(void) {
     Suite *s = suite_create("http-server");
     TCase *tc = tcase_create("server");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 20);
     tcase_add_test(tc, json_body_reaches_handler);
+    tcase_add_test(tc, a_waiting_write_holds_up_no_read_on_its_worker);
+    tcase_add_test(tc, the_server_stops_after_a_write_in_flight_is_done);
     tcase_add_test(tc, merge_patch_media_type_is_json);
     tcase_add_test(tc, path_params_reach_handler);
     tcase_add_test(tc, non_json_body_gets_415);
