@@ -115,17 +115,21 @@ static const fg_route_t routes[] = {
 static fg_http_server_t *srv;
 static char base[64];
 
-static void setup(void) {
-    fg_log_set_level(FG_LOG_ERROR);
+static void start_server(unsigned workers) {
     fg_http_options_t o = {.host = "127.0.0.1",
                            .port = 0,
-                           .workers = 2,
+                           .workers = workers,
                            .max_body_bytes = 1024,
                            .max_connections = 64,
                            .connection_timeout_s = 5};
     ck_assert_int_eq(fg_http_server_start(&srv, &o, routes, sizeof routes / sizeof routes[0]),
                      FG_OK);
     snprintf(base, sizeof base, "http://127.0.0.1:%u", (unsigned)fg_http_server_port(srv));
+}
+
+static void setup(void) {
+    fg_log_set_level(FG_LOG_ERROR);
+    start_server(2);
 }
 
 static void teardown(void) {
@@ -1026,14 +1030,7 @@ static void *held_client_main(void *arg) {
 static void one_worker_server(void) {
     fg_http_server_free(srv);
     fg_metrics_reset();
-    fg_http_options_t o = {.host = "127.0.0.1",
-                           .workers = 1,
-                           .max_body_bytes = 1024,
-                           .max_connections = 64,
-                           .connection_timeout_s = 5};
-    ck_assert_int_eq(fg_http_server_start(&srv, &o, routes, sizeof routes / sizeof routes[0]),
-                     FG_OK);
-    snprintf(base, sizeof base, "http://127.0.0.1:%u", (unsigned)fg_http_server_port(srv));
+    start_server(1);
 }
 
 /* A write's handler waiting on something (a member cluster) holds no other connection up, even
