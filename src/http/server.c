@@ -81,7 +81,8 @@ struct fg_http_server {
     struct fg_req *jobs_head, *jobs_tail; /* handlers waiting for a pool thread */
     bool jobs_stopping;
     pthread_t *pool;
-    unsigned npool; /* pool threads running */
+    unsigned pool_size; /* threads it gets at the first write */
+    unsigned npool;     /* pool threads running (under jobs_mu) */
 };
 
 /* What the watchdog knows of one connection; the connection's MHD socket context. */
@@ -1077,16 +1078,22 @@ static void pool_reply(fg_req_t *req) {
         MHD_destroy_response(resp);
 }
 
-static int pool_start(fg_http_server_t *srv, unsigned n) {
-    srv->pool = fg_xcalloc(n, sizeof *srv->pool);
-    for (unsigned i = 0; i < n; i++) {
-        if (pthread_create(&srv->pool[i], NULL, pool_main, srv) != 0) {
-            fg_log(FG_LOG_ERROR, NULL, "cannot start the handler pool (%u of %u threads)", i, n);
-            return FG_ERR;
-        }
-        srv->npool++;
+/* Whether the pool runs, started at the server's first write (a server that only reads, as a
+ * test's, never has one). False when no thread could start: the handler then runs in place. */
+static bool pool_ready(fg_http_server_t *srv) {
+    pthread_mutex_lock(&srv->jobs_mu);
+    if (srv->npool == 0 && srv->pool == NULL && !srv->jobs_stopping) {
+        srv->pool = fg_xcalloc(srv->pool_size, sizeof *srv->pool);
+        while (srv->npool < srv->pool_size &&
+               pthread_create(&srv->pool[srv->npool], NULL, pool_main, srv) == 0)
+            srv->npool++;
+        if (srv->npool < srv->pool_size)
+            fg_log(FG_LOG_ERROR, NULL, "the handler pool has %u of its %u threads", srv->npool,
+                   srv->pool_size);
     }
-    return FG_OK;
+    bool ready = srv->npool > 0 && !srv->jobs_stopping;
+    pthread_mutex_unlock(&srv->jobs_mu);
+    return ready;
 }
 
 /* Lets the pool finish the handlers it has (each wakes its connection), then joins it: MHD must
@@ -1096,7 +1103,7 @@ static void pool_stop(fg_http_server_t *srv) {
     srv->jobs_stopping = true;
     pthread_cond_broadcast(&srv->jobs_cv);
     pthread_mutex_unlock(&srv->jobs_mu);
-    for (unsigned i = 0; i < srv->npool; i++)
+    for (unsigned i = 0; i < srv->npool; i++) /* no thread starts once stopping is set */
         pthread_join(srv->pool[i], NULL);
     srv->npool = 0;
     free(srv->pool);
@@ -1161,7 +1168,7 @@ static void dispatch(fg_req_t *req) {
             return;
         }
     }
-    if (req->srv->npool > 0 && fg_route_is_write(route, req->method)) {
+    if (fg_route_is_write(route, req->method) && pool_ready(req->srv)) {
         pool_add(req);
         return;
     }
@@ -1665,10 +1672,7 @@ int fg_http_server_start(fg_http_server_t **out, const fg_http_options_t *opts,
         goto out;
     }
 
-    if (pool_start(srv, fg_http_pool_threads(opts->workers)) != FG_OK) {
-        rc = FG_ERR;
-        goto out;
-    }
+    srv->pool_size = fg_http_pool_threads(opts->workers);
     own_daemon_add(srv); /* before the listeners accept: their refusals are fleetgate's */
     if (start_listener(srv, opts->host, opts->port, NULL, NULL, &srv->mhd, &srv->listener,
                        &srv->port) != FG_OK ||
