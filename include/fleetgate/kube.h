@@ -89,19 +89,28 @@ int fg_kube_watch_parser_finish(fg_kube_watch_parser_t *p);
 const fg_kube_error_t *fg_kube_watch_parser_error(const fg_kube_watch_parser_t *p);
 /* Events delivered so far. */
 uint64_t fg_kube_watch_parser_events(const fg_kube_watch_parser_t *p);
+/* An annotation (borrowed: a string that outlives the parser) cut from every event's object
+ * before it is parsed (fg_kube_prune): the caller never reads it. */
+void fg_kube_watch_parser_unread_annotation(fg_kube_watch_parser_t *p, const char *annotation);
 void fg_kube_watch_parser_free(fg_kube_watch_parser_t *p);
 
 /* ---- the simplified model ---------------------------------------------- */
 
-/* Where fg_kube_prune_managed_fields looks: the object the text is (an answer), the "object"
- * member of a watch event, or every element of a LIST page's "items". */
+/* Where fg_kube_prune looks: the object the text is (an answer), the "object" member of a
+ * watch event, or every element of a LIST page's "items". */
 typedef enum { FG_KUBE_PRUNE_OBJECT, FG_KUBE_PRUNE_EVENT, FG_KUBE_PRUNE_LIST } fg_kube_prune_t;
 /* Cuts metadata.managedFields out of JSON text in place, before it is parsed (translation drops
- * them; not parsing them halves the cost of parsing a typical object), and returns the text's
- * new length. Only a member found where it is expected, once, is cut; text of another shape is
- * left as it is for the parser to judge. The cut text is not validated. Answers
- * (fg_kube_request and the calls of a loop), watch events and LIST pages are parsed this way. */
-size_t fg_kube_prune_managed_fields(char *text, size_t len, fg_kube_prune_t where);
+ * them; not parsing them halves the cost of parsing a typical object), and also
+ * metadata.annotations[annotation] when annotation is not NULL; returns the text's new length.
+ * Only a member found where it is expected, once, is cut; text of another shape is left as it
+ * is for the parser to judge. The cut text is not validated. Answers (fg_kube_request and the
+ * calls of a loop), watch events and LIST pages are parsed this way. */
+size_t fg_kube_prune(char *text, size_t len, fg_kube_prune_t where, const char *annotation);
+
+/* The annotation in which fleetgate keeps, on every object it placed, the explanation of the
+ * placement (about 1 KB of escaped JSON). The simplified model does not carry it (the writes
+ * and the reconciler read it from the clusters' answers), so the informers cut it unparsed. */
+#define FG_KUBE_PLACEMENT_ANNOTATION "fleetgate.io/placement"
 
 typedef enum {
     FG_KIND_POD = 0,
@@ -265,6 +274,7 @@ typedef struct {
     void *ud;
     long deadline_ms;    /* whole-stream bound (0: none; set timeoutSeconds in the path too) */
     long idle_timeout_s; /* end the watch when no byte came for this long (0: never) */
+    const char *unread_annotation; /* cut from each event's object unparsed (fg_kube_prune) */
 } fg_kube_watch_opts_t;
 
 /* A watch of path (a collection URL with watch=true and its options) on client c (borrowed:

@@ -492,7 +492,7 @@ static json_t *app_annotations(fg_req_t *req, const json_t *spec, const json_t *
     snprintf(at, sizeof at, "%lld", (long long)fg_wall_ms());
     json_object_set_new(a, AS_SPEC_AT_ANN, json_string(at));
     if (p)
-        json_object_set_new(a, "fleetgate.io/placement", json_string(p));
+        json_object_set_new(a, FG_KUBE_PLACEMENT_ANNOTATION, json_string(p));
     free(s);
     free(p);
     wr_stamp(req, a);
@@ -1145,12 +1145,15 @@ int fg_api_scale_app(fg_req_t *req) {
                 share = p.verdicts[i].replicas;
         json_object_set_new(shards, w[j].cluster, json_integer(share));
     }
+    /* one annotations object shared by every patch (as_mark sets the same shards in each) */
+    json_t *ann = app_annotations(req, spec, explain);
     for (size_t j = 0; j < n; j++) {
-        bodies[j] = json_pack("{s:{s:o},s:{s:I}}", "metadata", "annotations",
-                              app_annotations(req, spec, explain), "spec", "replicas",
-                              json_integer_value(json_object_get(shards, w[j].cluster)));
+        bodies[j] =
+            json_pack("{s:{s:O},s:{s:I}}", "metadata", "annotations", ann, "spec", "replicas",
+                      json_integer_value(json_object_get(shards, w[j].cluster)));
         as_mark(json_object_get(bodies[j], "metadata"), shards, w[j].cluster);
     }
+    json_decref(ann);
     app_writes(&a, FG_KUBE_PATCH, bodies, w);
     rc = apply_and_reply(req, &a, w, n, explain);
 out:

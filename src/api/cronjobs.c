@@ -108,7 +108,7 @@ static json_t *cron_annotations(fg_req_t *req, const json_t *spec, const json_t 
     json_t *a = json_object();
     char *s = fg_json_dumps(spec, NULL), *e = fg_json_dumps(explain, NULL);
     json_object_set_new(a, "fleetgate.io/spec", json_string(s));
-    json_object_set_new(a, "fleetgate.io/placement", json_string(e));
+    json_object_set_new(a, FG_KUBE_PLACEMENT_ANNOTATION, json_string(e));
     free(s);
     free(e);
     char at[24]; /* which CronJob holds the newest write, when a write reached some only */
@@ -701,7 +701,7 @@ int cj_repair(fg_api_t *api, const fg_config_t *cfg, const char *project, const 
         int64_t at = -1;
         if (t == NULL || fg_parse_int64(t, strlen(t), 0, INT64_MAX, &at) != FG_OK)
             at = -1;
-        if (live[i].object && json_object_get(a, "fleetgate.io/placement") && at > best_at) {
+        if (live[i].object && json_object_get(a, FG_KUBE_PLACEMENT_ANNOTATION) && at > best_at) {
             best = i;
             best_at = at;
             first = live[i].object;
@@ -710,7 +710,7 @@ int cj_repair(fg_api_t *api, const fg_config_t *cfg, const char *project, const 
     json_t *cj = first ? accepted(&j, &live[best], 1) : NULL;
     const char *pl = cj ? json_string_value(json_object_get(
                               json_object_get(json_object_get(first, "metadata"), "annotations"),
-                              "fleetgate.io/placement"))
+                              FG_KUBE_PLACEMENT_ANNOTATION))
                         : NULL;
     if (pl == NULL || fg_json_load(pl, strlen(pl), &placement, NULL, 0) != FG_OK ||
         !json_is_array(json_object_get(placement, "clusters"))) {
@@ -745,7 +745,7 @@ int cj_repair(fg_api_t *api, const fg_config_t *cfg, const char *project, const 
     ann = json_object();
     char *text = fg_json_dumps(json_object_get(cj, "spec"), NULL);
     json_object_set_new(ann, "fleetgate.io/spec", json_string(text));
-    json_object_set_new(ann, "fleetgate.io/placement", json_string(pl));
+    json_object_set_new(ann, FG_KUBE_PLACEMENT_ANNOTATION, json_string(pl));
     if (best_at >= 0) /* the record's own time: a user's later write stays the newer */
         json_object_set(
             ann, AS_SPEC_AT_ANN,

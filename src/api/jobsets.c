@@ -162,7 +162,7 @@ int fg_api_create_jobset(fg_req_t *req) {
     ann = json_object();
     char *s = fg_json_dumps(spec, NULL), *e = fg_json_dumps(explain, NULL);
     json_object_set_new(ann, "fleetgate.io/spec", json_string(s));
-    json_object_set_new(ann, "fleetgate.io/placement", json_string(e));
+    json_object_set_new(ann, FG_KUBE_PLACEMENT_ANNOTATION, json_string(e));
     free(s);
     free(e);
     wr_stamp(req, ann);

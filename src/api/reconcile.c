@@ -457,7 +457,7 @@ static json_t *write_meta(const char *spec_text, const json_t *target, const cha
                             "fleetgate.io/requested-by", RC_REQUESTED_BY, "fleetgate.io/request-id",
                             "reconciler");
     if (placement)
-        json_object_set_new(ann, "fleetgate.io/placement", json_string(placement));
+        json_object_set_new(ann, FG_KUBE_PLACEMENT_ANNOTATION, json_string(placement));
     json_t *meta = json_pack("{s:o}", "annotations", ann);
     as_mark(meta, target, cluster);
     if (rv)
@@ -527,7 +527,7 @@ static void reconcile_app(struct rc_apps *r, const fleet_t *f, const app_t *a,
     json_t *app = newest_write(live, n, &spec_text, &shards, &newest);
     if (app == NULL)
         goto out;
-    placement = ann_str(newest, "fleetgate.io/placement");
+    placement = ann_str(newest, FG_KUBE_PLACEMENT_ANNOTATION);
     bool moved = false;
     const char *name;
     json_t *v;

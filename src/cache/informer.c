@@ -545,7 +545,7 @@ static void page_work(job_t *j) {
     json_t *answer = NULL;
     char err[160];
     fg_buf_init(&j->resp, SIZE_MAX);
-    j->len = fg_kube_prune_managed_fields(j->body, j->len, FG_KUBE_PRUNE_LIST);
+    j->len = fg_kube_prune(j->body, j->len, FG_KUBE_PRUNE_LIST, FG_KUBE_PLACEMENT_ANNOTATION);
     int rc = fg_json_load(j->body, j->len, &answer, err, sizeof err);
     free(j->body);
     j->body = NULL;
@@ -843,6 +843,7 @@ static void start_watch(inf_t *in) {
         .on_done = on_watch_done,
         .ud = in,
         .deadline_ms = (cf->watch_timeout_s + 60) * 1000,
+        .unread_annotation = FG_KUBE_PLACEMENT_ANNOTATION, /* the cache keeps no explanation */
     };
     in->gone = false;
     int rc = fg_kube_watch_new(&in->req, c->kc, path, &o);

@@ -444,8 +444,7 @@ static int xfer_finish(xfer_t *x, CURLcode res, json_t **out, long *http_code,
     json_t *j = NULL;
     char jerr[160];
     if (x->a.body.data != NULL) { /* an fg_buf_t: it stays NUL-terminated */
-        x->a.body.len =
-            fg_kube_prune_managed_fields(x->a.body.data, x->a.body.len, FG_KUBE_PRUNE_OBJECT);
+        x->a.body.len = fg_kube_prune(x->a.body.data, x->a.body.len, FG_KUBE_PRUNE_OBJECT, NULL);
         x->a.body.data[x->a.body.len] = '\0';
     }
     if (fg_json_load(x->a.body.data ? x->a.body.data : "", x->a.body.len, &j, jerr, sizeof jerr) !=
@@ -773,6 +772,7 @@ int fg_kube_watch_new(fg_kube_watch_t **out, fg_kube_client_t *c, const char *pa
     w->url = fg_xasprintf("%s%s", c->base_url, path);
     fg_buf_init(&w->errbody, MAX_ERROR_BODY);
     fg_kube_watch_parser_new(&w->parser, c->max_event, watch_event, w);
+    fg_kube_watch_parser_unread_annotation(w->parser, opts->unread_annotation);
     w->easy = curl_easy_init();
     if (w->easy == NULL)
         abort(); /* out of memory */

@@ -28,6 +28,7 @@ struct fg_kube_watch_parser {
     uint64_t offset; /* bytes consumed, for messages */
     fg_kube_event_cb cb;
     void *ud;
+    const char *unread_annotation; /* cut unparsed from each event's object, or NULL */
     fg_kube_error_t err;
 };
 
@@ -75,6 +76,10 @@ uint64_t fg_kube_watch_parser_events(const fg_kube_watch_parser_t *p) {
     return p->events;
 }
 
+void fg_kube_watch_parser_unread_annotation(fg_kube_watch_parser_t *p, const char *annotation) {
+    p->unread_annotation = annotation;
+}
+
 __attribute__((format(printf, 4, 5))) static int fail(fg_kube_watch_parser_t *p, int rc,
                                                       const char *reason, const char *fmt, ...) {
     fg_kube_error_clear(&p->err);
@@ -95,7 +100,7 @@ static int deliver(fg_kube_watch_parser_t *p) {
     int rc = FG_OK;
     json_t *j = NULL;
     char jerr[160];
-    p->buf.len = fg_kube_prune_managed_fields(p->buf.data, p->buf.len, FG_KUBE_PRUNE_EVENT);
+    p->buf.len = fg_kube_prune(p->buf.data, p->buf.len, FG_KUBE_PRUNE_EVENT, p->unread_annotation);
     p->buf.data[p->buf.len] = '\0'; /* an fg_buf_t stays NUL-terminated */
     if (fg_json_load(p->buf.data, p->buf.len, &j, jerr, sizeof jerr) != FG_OK) {
         rc = fail(p, FG_EINVAL, FG_KUBE_REASON_BAD_STREAM, "not JSON: %s", jerr);

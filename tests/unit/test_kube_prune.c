@@ -1,8 +1,9 @@
-/* Unit tests of managedFields pruned from JSON text before it is parsed (kube/prune.c): a table
- * of shapes (where the member sits, whitespace, escaped JSON in fieldsV1 keys, brackets inside
- * strings), the texts it must leave alone (other members of that name, a duplicate, an escaped
- * key, broken text), and every real fixture: the pruned text parses to exactly the original less
- * metadata.managedFields. Fixtures are read from $FG_SHARED/fixtures/k8s (default tests/). */
+/* Unit tests of managedFields (and one named annotation) pruned from JSON text before it is
+ * parsed (kube/prune.c): a table of shapes (where the member sits, whitespace, escaped JSON in
+ * fieldsV1 keys, brackets inside strings, both cuts in one object), the texts it must leave alone
+ * (other members of that name, a duplicate, an escaped key, broken text), and every real fixture:
+ * the pruned text parses to exactly the original less metadata.managedFields. Fixtures are read
+ * from $FG_SHARED/fixtures/k8s (default tests/). */
 #include "fleetgate/kube.h"
 #include "testmain.h"
 
@@ -15,69 +16,114 @@ typedef struct {
     const char *name;
     fg_kube_prune_t where;
     const char *in;
-    const char *out; /* NULL: left as it is */
+    const char *out;        /* NULL: left as it is */
+    const char *annotation; /* the annotation cut too, or NULL */
 } prune_case_t;
+
+#define PL FG_KUBE_PLACEMENT_ANNOTATION
 
 static const prune_case_t cases[] = {
     {"between_members", FG_KUBE_PRUNE_OBJECT,
      "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":\"m\","
      "\"fieldsV1\":{\"f:spec\":{}}}],\"uid\":\"u\"},\"spec\":{}}",
-     "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\",\"uid\":\"u\"},\"spec\":{}}"},
+     "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\",\"uid\":\"u\"},\"spec\":{}}", NULL},
     {"last_member", FG_KUBE_PRUNE_OBJECT, "{\"metadata\":{\"name\":\"a\",\"managedFields\":[]}}",
-     "{\"metadata\":{\"name\":\"a\"}}"},
+     "{\"metadata\":{\"name\":\"a\"}}", NULL},
     {"only_member", FG_KUBE_PRUNE_OBJECT, "{\"metadata\":{\"managedFields\":[1]}}",
-     "{\"metadata\":{}}"},
+     "{\"metadata\":{}}", NULL},
     {"first_member_with_whitespace", FG_KUBE_PRUNE_OBJECT,
      " { \"metadata\" : {\n  \"managedFields\" : [ ] ,\n  \"name\" : \"a\" } } ",
-     " { \"metadata\" : {\n  \"name\" : \"a\" } } "},
+     " { \"metadata\" : {\n  \"name\" : \"a\" } } ", NULL},
     {"escaped_json_in_fieldsv1_keys", FG_KUBE_PRUNE_OBJECT,
      "{\"metadata\":{\"managedFields\":[{\"fieldsV1\":{\"k:{\\\"name\\\":\\\"c\\\"}\":{\".\":{}"
      "}}}],\"name\":\"a\"}}",
-     "{\"metadata\":{\"name\":\"a\"}}"},
+     "{\"metadata\":{\"name\":\"a\"}}", NULL},
     {"brackets_inside_strings", FG_KUBE_PRUNE_OBJECT,
      "{\"metadata\":{\"annotations\":{\"x\":\"}]{[\\\"\"},\"managedFields\":[\"]}\"],\"name\":"
      "\"a\"}}",
-     "{\"metadata\":{\"annotations\":{\"x\":\"}]{[\\\"\"},\"name\":\"a\"}}"},
+     "{\"metadata\":{\"annotations\":{\"x\":\"}]{[\\\"\"},\"name\":\"a\"}}", NULL},
     {"watch_event", FG_KUBE_PRUNE_EVENT,
      "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"p\",\"managedFields\":[{}],"
      "\"resourceVersion\":\"5\"}}}",
-     "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"p\",\"resourceVersion\":\"5\"}}}"},
+     "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"p\",\"resourceVersion\":\"5\"}}}",
+     NULL},
     {"list_items", FG_KUBE_PRUNE_LIST,
      "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"9\"},\"items\":[{\"metadata\":{"
      "\"name\":\"a\",\"managedFields\":[]}}, {\"metadata\":{\"managedFields\":[],\"name\":\"b\"}},"
      "{\"metadata\":{\"name\":\"c\"}}]}",
      "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"9\"},\"items\":[{\"metadata\":{"
-     "\"name\":\"a\"}}, {\"metadata\":{\"name\":\"b\"}},{\"metadata\":{\"name\":\"c\"}}]}"},
+     "\"name\":\"a\"}}, {\"metadata\":{\"name\":\"b\"}},{\"metadata\":{\"name\":\"c\"}}]}",
+     NULL},
     {"list_compacted_in_one_pass", FG_KUBE_PRUNE_LIST,
      "{\"items\":[{\"metadata\":{\"managedFields\":[{\"f:a\":{}},{\"f:b\":{}}],\"name\":\"a\"}},"
      "{\"metadata\":{\"name\":\"b\",\"managedFields\":[{\"x\":\"]}\"}]},\"spec\":{\"n\":1}},"
      "7,{\"metadata\":{\"name\":\"c\"}},{\"metadata\":{\"managedFields\":[[[]]]}}]}",
      "{\"items\":[{\"metadata\":{\"name\":\"a\"}},{\"metadata\":{\"name\":\"b\"},\"spec\":{"
-     "\"n\":1}},7,{\"metadata\":{\"name\":\"c\"}},{\"metadata\":{}}]}"},
-    {"empty_list", FG_KUBE_PRUNE_LIST, "{\"items\":[]}", NULL},
+     "\"n\":1}},7,{\"metadata\":{\"name\":\"c\"}},{\"metadata\":{}}]}",
+     NULL},
+    {"empty_list", FG_KUBE_PRUNE_LIST, "{\"items\":[]}", NULL, NULL},
+    /* the placement annotation too: the informers' cut */
+    {"annotation_before_managed_fields", FG_KUBE_PRUNE_OBJECT,
+     "{\"metadata\":{\"annotations\":{\"a\":\"1\",\"" PL
+     "\":\"{\\\"x\\\":[1,\\\"}\\\"]}\",\"b\":\"2\"},"
+     "\"managedFields\":[],\"name\":\"n\"}}",
+     "{\"metadata\":{\"annotations\":{\"a\":\"1\",\"b\":\"2\"},\"name\":\"n\"}}", PL},
+    {"annotation_after_managed_fields_the_only_one", FG_KUBE_PRUNE_OBJECT,
+     "{\"metadata\":{\"managedFields\":[{}],\"annotations\":{\"" PL "\":\"x\"}},\"spec\":{}}",
+     "{\"metadata\":{\"annotations\":{}},\"spec\":{}}", PL},
+    {"annotation_the_last_one_no_managed_fields", FG_KUBE_PRUNE_OBJECT,
+     "{\"metadata\":{\"annotations\":{\"a\":\"1\", \"" PL "\" : \"x\" },\"name\":\"n\"}}",
+     "{\"metadata\":{\"annotations\":{\"a\":\"1\" },\"name\":\"n\"}}", PL},
+    {"annotation_in_a_watch_event", FG_KUBE_PRUNE_EVENT,
+     "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"annotations\":{\"" PL "\":\"x\","
+     "\"b\":\"2\"},\"resourceVersion\":\"5\"}}}",
+     "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"annotations\":{\"b\":\"2\"},"
+     "\"resourceVersion\":\"5\"}}}",
+     PL},
+    {"annotation_and_managed_fields_in_each_item", FG_KUBE_PRUNE_LIST,
+     "{\"items\":[{\"metadata\":{\"annotations\":{\"" PL "\":\"x\",\"b\":\"2\"},\"managedFields\":["
+     "],\"name\":\"a\"}},{\"metadata\":{\"managedFields\":[],\"annotations\":{\"c\":\"3\",\"" PL
+     "\":\"y\"}}},{\"metadata\":{\"name\":\"c\"}}]}",
+     "{\"items\":[{\"metadata\":{\"annotations\":{\"b\":\"2\"},\"name\":\"a\"}},{\"metadata\":{"
+     "\"annotations\":{\"c\":\"3\"}}},{\"metadata\":{\"name\":\"c\"}}]}",
+     PL},
+    {"annotation_twice_kept_managed_fields_cut", FG_KUBE_PRUNE_OBJECT,
+     "{\"metadata\":{\"annotations\":{\"" PL "\":\"x\",\"" PL "\":\"y\"},\"managedFields\":[]}}",
+     "{\"metadata\":{\"annotations\":{\"" PL "\":\"x\",\"" PL "\":\"y\"}}}", PL},
+    {"annotation_not_named_is_kept", FG_KUBE_PRUNE_OBJECT,
+     "{\"metadata\":{\"annotations\":{\"" PL "\":\"x\"},\"managedFields\":[]}}",
+     "{\"metadata\":{\"annotations\":{\"" PL "\":\"x\"}}}", NULL},
     /* left alone */
     {"elsewhere_than_metadata", FG_KUBE_PRUNE_OBJECT,
-     "{\"spec\":{\"managedFields\":[]},\"metadata\":{\"name\":\"a\"}}", NULL},
+     "{\"spec\":{\"managedFields\":[]},\"metadata\":{\"name\":\"a\"}}", NULL, NULL},
     {"annotation_of_that_name", FG_KUBE_PRUNE_OBJECT,
-     "{\"metadata\":{\"annotations\":{\"managedFields\":\"x\"}}}", NULL},
+     "{\"metadata\":{\"annotations\":{\"managedFields\":\"x\"}}}", NULL, NULL},
     {"twice_in_metadata", FG_KUBE_PRUNE_OBJECT,
-     "{\"metadata\":{\"managedFields\":[],\"name\":\"a\",\"managedFields\":[]}}", NULL},
+     "{\"metadata\":{\"managedFields\":[],\"name\":\"a\",\"managedFields\":[]}}", NULL, NULL},
     {"escaped_key", FG_KUBE_PRUNE_OBJECT,
-     "{\"metadata\":{\"managed\\u0046ields\":[],\"managedFields\":[]}}", NULL},
+     "{\"metadata\":{\"managed\\u0046ields\":[],\"managedFields\":[]}}", NULL, NULL},
     {"event_without_object", FG_KUBE_PRUNE_EVENT,
-     "{\"type\":\"ADDED\",\"metadata\":{\"managedFields\":[]}}", NULL},
-    {"not_an_object", FG_KUBE_PRUNE_OBJECT, "[{\"metadata\":{\"managedFields\":[]}}]", NULL},
-    {"empty_text", FG_KUBE_PRUNE_OBJECT, "", NULL},
-    {"cut_short", FG_KUBE_PRUNE_OBJECT, "{\"metadata\":{\"managedFields\":[1,2", NULL},
-    {"no_colon", FG_KUBE_PRUNE_OBJECT, "{\"metadata\" {\"managedFields\":[]}}", NULL},
-    {"unterminated_key", FG_KUBE_PRUNE_OBJECT, "{\"metadata\":{\"managedFields", NULL},
+     "{\"type\":\"ADDED\",\"metadata\":{\"managedFields\":[]}}", NULL, NULL},
+    {"not_an_object", FG_KUBE_PRUNE_OBJECT, "[{\"metadata\":{\"managedFields\":[]}}]", NULL, NULL},
+    {"empty_text", FG_KUBE_PRUNE_OBJECT, "", NULL, NULL},
+    {"cut_short", FG_KUBE_PRUNE_OBJECT, "{\"metadata\":{\"managedFields\":[1,2", NULL, NULL},
+    {"no_colon", FG_KUBE_PRUNE_OBJECT, "{\"metadata\" {\"managedFields\":[]}}", NULL, NULL},
+    {"unterminated_key", FG_KUBE_PRUNE_OBJECT, "{\"metadata\":{\"managedFields", NULL, NULL},
+    {"annotation_elsewhere", FG_KUBE_PRUNE_OBJECT,
+     "{\"metadata\":{\"labels\":{\"" PL "\":\"x\"}},\"spec\":{\"template\":{\"metadata\":{"
+     "\"annotations\":{\"" PL "\":\"x\"}}}}}",
+     NULL, PL},
+    {"annotation_key_escaped", FG_KUBE_PRUNE_OBJECT,
+     "{\"metadata\":{\"annotations\":{\"fleetgate.io\\/placement\":\"x\"}}}", NULL, PL},
+    {"annotations_twice", FG_KUBE_PRUNE_OBJECT,
+     "{\"metadata\":{\"annotations\":{\"" PL "\":\"x\"},\"annotations\":{}}}", NULL, PL},
 };
 
 START_TEST(prune_cases) {
     const prune_case_t *c = &cases[_i];
     size_t len = strlen(c->in);
     char *text = fg_xstrdup(c->in);
-    size_t got = fg_kube_prune_managed_fields(text, len, c->where);
+    size_t got = fg_kube_prune(text, len, c->where, c->annotation);
     const char *want = c->out ? c->out : c->in;
     ck_assert_msg(got == strlen(want) && memcmp(text, want, got) == 0, "%s: got %.*s", c->name,
                   (int)got, text);
@@ -116,7 +162,7 @@ static size_t check_document(const char *rel, const char *text, size_t len, fg_k
     ck_assert_msg(fg_json_load(text, len, &orig, err, sizeof err) == FG_OK, "%s: %s", rel, err);
     char *copy = fg_xmalloc(len + 1);
     memcpy(copy, text, len);
-    size_t n = fg_kube_prune_managed_fields(copy, len, where);
+    size_t n = fg_kube_prune(copy, len, where, NULL);
     ck_assert_msg(fg_json_load(copy, n, &pruned, err, sizeof err) == FG_OK, "%s: pruned: %s", rel,
                   err);
     size_t i;
