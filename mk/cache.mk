@@ -6,6 +6,10 @@
 #   make bench-cache  tests/bench/cache_sync_bench.sh: initial sync of 120,000 pods + 3,000 nodes,
 #                     freshness at 1,000 and 60,000 mutations/min, Redis memory per pod (not in
 #                     make test); BENCH_PODS / BENCH_NODES make it smaller
+#   make bench-prune  build/bench/prune_bench: one real Deployment watch event pruned and parsed,
+#                     with fleetgate's placement explanation cut unparsed against managedFields
+#                     alone (medians over rounds, the ratio; not in make test, but the binary is
+#                     built by `make`, so it cannot rot)
 
 CACHE_PROBE := $(BUILD)/bench/cache_probe
 
@@ -17,3 +21,15 @@ $(CACHE_PROBE): $(BUILD)/obj/tests/bench/cache_probe.o $(LIB)
 
 bench-cache: all $(CACHE_PROBE)
 	FG_BUILD=$(BUILD) tests/bench/cache_sync_bench.sh
+
+PRUNE_BENCH := $(BUILD)/bench/prune_bench
+ALL_BINS += $(PRUNE_BENCH)
+
+$(PRUNE_BENCH): $(BUILD)/obj/tests/bench/prune_bench.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+.PHONY: bench-prune
+
+bench-prune: $(PRUNE_BENCH)
+	$(PRUNE_BENCH)
