@@ -127,9 +127,11 @@ void fg_router_free(fg_router_t *r);
 int fg_router_match(const fg_router_t *r, const char *method, const char *path,
                     fg_route_match_t *m);
 void fg_route_match_clear(fg_route_match_t *m);
+/* Whether a method may change something: any but GET, HEAD and OPTIONS. */
+bool fg_http_method_is_mutating(const char *method);
 /* Whether a request of this method on this route is a write: its rate class is write, or the
- * default with a method that changes something (not GET, HEAD or OPTIONS). Writes are charged to
- * the write rate limit and their handlers run off the connection's thread (server.c). */
+ * default with a mutating method. Writes are charged to the write rate limit and their handlers
+ * run off the connection's thread (server.c). */
 bool fg_route_is_write(const fg_route_t *route, const char *method);
 
 /* ---- the server -------------------------------------------------------- */

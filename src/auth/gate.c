@@ -327,11 +327,6 @@ static int authenticate(fg_auth_t *a, const char *token, size_t len, fg_principa
 
 /* ---- the gate ---------------------------------------------------------- */
 
-static bool is_mutating(const char *method) {
-    return strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 &&
-           strcmp(method, "OPTIONS") != 0;
-}
-
 static int deny(fg_req_t *req, reqstate_t *st, fg_problem_t kind, const char *reason) {
     static const char *const names[] = {"unauthorized", "forbidden", "rate_limited"};
     const char *label[1] = {kind == FG_PROBLEM_UNAUTHORIZED ? names[0]
@@ -508,7 +503,7 @@ int fg_auth_gate(fg_req_t *req) {
         return forbidden(req, st, route, perm);
     if (rate_limit(req, st, route) != FG_OK)
         return FG_ERR;
-    if (is_mutating(fg_req_method(req)) && fg_audit_failing(a->audit) &&
+    if (fg_http_method_is_mutating(fg_req_method(req)) && fg_audit_failing(a->audit) &&
         fg_audit_reopen(a->audit) != FG_OK) {
         /* Fail closed before the handler acts, not only after. */
         fg_metric_add(a->m_audit_fail, NULL, 1);
@@ -593,7 +588,7 @@ int fg_auth_seal(fg_req_t *req, unsigned status) {
         return FG_OK; /* a public route, or refused before the gate (404, 405, 413) */
     if (st->has_rate)
         add_rate_headers(req, st, status);
-    bool mutating = is_mutating(fg_req_method(req));
+    bool mutating = fg_http_method_is_mutating(fg_req_method(req));
     bool denied = status == 401 || status == 403 || status == 429;
     if (!mutating && !denied)
         return FG_OK;

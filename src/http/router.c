@@ -237,10 +237,14 @@ int fg_router_match(const fg_router_t *r, const char *method, const char *path,
     return path_found ? FG_EINVAL : FG_ENOENT;
 }
 
+bool fg_http_method_is_mutating(const char *method) {
+    return strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 &&
+           strcmp(method, "OPTIONS") != 0;
+}
+
 bool fg_route_is_write(const fg_route_t *route, const char *method) {
-    bool mutating =
-        strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 && strcmp(method, "OPTIONS") != 0;
-    return route->rate == FG_RATE_WRITE || (route->rate == FG_RATE_DEFAULT && mutating);
+    return route->rate == FG_RATE_WRITE ||
+           (route->rate == FG_RATE_DEFAULT && fg_http_method_is_mutating(method));
 }
 
 void fg_route_match_clear(fg_route_match_t *m) {
